@@ -1,0 +1,62 @@
+# Thin wrapper around CMake. Every target installs the Debian packages it needs when missing.
+BUILD       ?= build
+ASAN_BUILD  ?= build-asan
+JOBS        ?= $(shell nproc)
+DEPS        := g++ make cmake libyaml-cpp-dev libeigen3-dev libboost-graph-dev libfmt-dev doctest-dev \
+               libcli11-dev nlohmann-json3-dev zlib1g-dev
+SUDO        := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
+
+.PHONY: all deps build run test bench sanitize format format-check golden validation clean
+
+all: build
+
+# apt-get only when something is missing, so repeated runs cost nothing.
+define install_missing
+	@missing=""; for p in $(1); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing Debian packages:$$missing"; \
+	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing; \
+	fi
+endef
+
+deps:
+	$(call install_missing,$(DEPS))
+
+build: deps
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release
+	cmake --build $(BUILD) -j$(JOBS)
+
+run: build
+	./$(BUILD)/podsim run
+
+test: build
+	ctest --test-dir $(BUILD) --output-on-failure
+
+bench: build
+	./$(BUILD)/podsim_bench
+
+# AddressSanitizer + UndefinedBehaviorSanitizer build of everything, tests included.
+sanitize: deps
+	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DPODSIM_SANITIZE=ON
+	cmake --build $(ASAN_BUILD) -j$(JOBS)
+	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --test-dir $(ASAN_BUILD) --output-on-failure
+
+FORMAT_FILES = $(shell find sim tests bench -name '*.cpp' -o -name '*.hpp')
+format:
+	$(call install_missing,clang-format)
+	clang-format -i $(FORMAT_FILES)
+
+format-check:
+	$(call install_missing,clang-format)
+	clang-format --dry-run --Werror $(FORMAT_FILES)
+
+# Rewrites tests/golden/*.json from the current model (review the diff before committing).
+golden: build
+	PODSIM_UPDATE_GOLDEN=1 ./$(BUILD)/tests/podsim_golden_tests
+
+# Regenerates the validation table of README.md.
+validation: build
+	./$(BUILD)/podsim validate --suite tests/validation --format markdown
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD)

@@ -1,0 +1,49 @@
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "hardware/topology_spec.hpp"
+#include "run/run_spec.hpp"
+#include "workload/model_spec.hpp"
+
+namespace podsim::config {
+
+// Where bare names (`model: gpt2-2b`, `topology: tpu-v4`) are looked up: directories holding
+// models/ and topologies/. In order: $PODSIM_HOME, the directories above `near` (the config file),
+// the directories above the podsim executable, and the source tree podsim was built from.
+std::vector<std::filesystem::path> data_roots(const std::filesystem::path& near);
+
+// configs/default.yaml of the first data root that has one.
+std::optional<std::filesystem::path> default_config_path();
+
+// Each loader reads and validates a whole file and throws core::UserError listing every mistake
+// (FILE:LINE:COL: error: key.path: message) when there is any.
+run::RunSpec load_run_file(const std::string& path);
+run::RunSpec load_run_text(const std::string& yaml_text, const std::string& name,
+                           const std::filesystem::path& base_dir);
+workload::ModelSpec load_model_file(const std::string& path);
+hardware::TopologySpec load_topology_file(const std::string& path);
+// A topology by bare name or path, as a run config's `topology:` would take it.
+hardware::TopologySpec load_topology(const std::string& name_or_path);
+
+// A published measurement with the config that reproduces it (schema podsim.validation/v1).
+struct ValidationCase {
+    std::string id;
+    std::string file;
+    std::string source;
+    std::string notes;
+    run::RunSpec run;
+    std::map<std::string, double> measured;   // step_time_s, mfu_6n, all_reduce_fraction, ...
+    std::map<std::string, double> tolerance;  // step_time_rel, all_reduce_fraction_abs, ...
+    bool derived = false;                     // measured value derived from published throughput/MFU
+    std::optional<std::string> expected_miss;
+};
+
+// Every *.yaml directly in `directory`, sorted by file name.
+std::vector<ValidationCase> load_validation_suite(const std::string& directory);
+
+}  // namespace podsim::config

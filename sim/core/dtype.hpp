@@ -1,0 +1,17 @@
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace podsim::core {
+
+enum class DType { bf16, fp16, fp32, fp8, int8 };
+
+std::size_t dtype_bytes(DType dtype);
+std::string_view dtype_name(DType dtype);
+std::optional<DType> parse_dtype(std::string_view name);
+std::vector<std::string> dtype_names();
+
+}  // namespace podsim::core

@@ -1,0 +1,16 @@
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace podsim::core {
+
+// Levenshtein distance (insert, delete, substitute), for "did you mean" hints.
+std::size_t edit_distance(std::string_view a, std::string_view b);
+
+// The candidate closest to `word`, if close enough to be a plausible typo.
+std::optional<std::string> closest_match(std::string_view word, const std::vector<std::string>& candidates);
+
+}  // namespace podsim::core

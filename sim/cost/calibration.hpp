@@ -1,0 +1,49 @@
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/quantity.hpp"
+#include "parallel/runtime_spec.hpp"
+
+namespace podsim::cost {
+
+// Every tunable number of the cost model, in one place. Defaults and their sources are in
+// kCalibrationParameters (calibration.cpp); a run config's `calibration:` block overrides them by
+// name, and `podsim calibrate` fits them.
+struct Calibration {
+    double mxu_efficiency_jax = 0.0;          // fraction of peak FLOP/s a large matmul reaches
+    double mxu_efficiency_pytorch_xla = 0.0;  // the same under PyTorch/XLA
+    double hbm_efficiency = 0.0;              // fraction of peak HBM bandwidth a fusion streams at
+    double op_overhead = 0.0;                 // seconds per fused op (launch, pipeline fill)
+    double host_overhead_jax = 0.0;           // seconds per step on the host
+    double host_overhead_pytorch_xla = 0.0;
+    double ici_link_efficiency = 0.0;         // fraction of one-way link bandwidth collectives reach
+    double collective_overhead = 0.0;         // seconds per collective (launch and synchronisation)
+    double dcn_efficiency = 0.0;
+
+    static Calibration defaults();
+    double mxu_efficiency(parallel::Framework framework) const;
+    double host_overhead(parallel::Framework framework) const;
+};
+
+enum class ParameterUnit { fraction, time };
+
+struct CalibrationParameter {
+    std::string_view name;
+    ParameterUnit unit;
+    double Calibration::*field;
+    double default_value;
+    double lower_bound;
+    double upper_bound;
+    std::string_view help;
+    std::string_view source;
+};
+
+const std::vector<CalibrationParameter>& calibration_parameters();
+const CalibrationParameter* find_calibration_parameter(std::string_view name);
+std::vector<std::string> calibration_parameter_names();
+
+}  // namespace podsim::cost

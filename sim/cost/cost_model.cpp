@@ -1,0 +1,70 @@
+#include "cost/cost_model.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "collectives/closed_form.hpp"
+#include "core/assert.hpp"
+
+namespace podsim::cost {
+namespace {
+
+constexpr double kSublaneRows = 8.0;  // TPU vector registers are 8 x 128 (scaling-book tpus chapter)
+
+double round_up(double value, double multiple) {
+    if (value <= 0.0) return 0.0;
+    return std::ceil(value / multiple) * multiple;
+}
+
+}  // namespace
+
+CostModel::CostModel(CostContext context) : c_(context) {
+    peak_flops_ = c_.topology.chip.peak_flops_for(c_.compute_dtype);
+    mxu_efficiency_ = c_.calibration.mxu_efficiency(c_.runtime.framework);
+    hbm_bandwidth_ = c_.topology.chip.hbm_bandwidth * c_.calibration.hbm_efficiency;
+    PODSIM_ASSERT(peak_flops_ > 0.0 && hbm_bandwidth_ > 0.0, "topology without peak or HBM bandwidth");
+}
+
+OpCost CostModel::cost(const parallel::DeviceOp& op, const parallel::DeviceProgram& program) const {
+    using parallel::OpCategory;
+    OpCost out;
+    if (op.category == OpCategory::host) {
+        out.seconds = c_.runtime.host_overhead.value_or(c_.calibration.host_overhead(c_.runtime.framework));
+        return out;
+    }
+    if (parallel::is_collective(op.category)) {
+        const parallel::CommAxis& axis = program.comm_axes[static_cast<std::size_t>(op.comm_axis)];
+        collectives::CollectiveTiming t;
+        if (axis.kind == parallel::ResourceKind::dcn) {
+            t = collectives::closed_form_dcn(op.collective, op.collective_bytes, axis.size,
+                                             c_.topology.dcn.bandwidth_per_chip * c_.calibration.dcn_efficiency,
+                                             c_.topology.dcn.latency);
+        } else {
+            t = collectives::closed_form_ici(op.collective, op.collective_bytes, axis.parts,
+                                             c_.topology.ici.link_bandwidth * c_.calibration.ici_link_efficiency,
+                                             c_.topology.ici.hop_latency);
+        }
+        out.seconds = t.time + c_.calibration.collective_overhead;
+        out.memory_seconds = t.bandwidth_time;
+        return out;
+    }
+    out.memory_seconds = op.bytes / hbm_bandwidth_;
+    if (op.category == OpCategory::matmul) {
+        const double tile = static_cast<double>(std::max(1, c_.topology.chip.mxu_tile));
+        out.padded_flops = 2.0 * op.mm_batch * round_up(op.mm_m, kSublaneRows) * round_up(op.mm_n, tile) *
+                           round_up(op.mm_k, tile);
+        out.compute_seconds = out.padded_flops / (peak_flops_ * mxu_efficiency_);
+    }
+    out.memory_bound = out.memory_seconds > out.compute_seconds;
+    out.seconds = std::max(out.compute_seconds, out.memory_seconds) + c_.calibration.op_overhead;
+    return out;
+}
+
+std::vector<OpCost> CostModel::cost_all(const parallel::DeviceProgram& program) const {
+    std::vector<OpCost> costs;
+    costs.reserve(program.ops.size());
+    for (const auto& op : program.ops) costs.push_back(cost(op, program));
+    return costs;
+}
+
+}  // namespace podsim::cost

@@ -1,0 +1,47 @@
+#pragma once
+
+#include <vector>
+
+#include "core/dtype.hpp"
+#include "cost/calibration.hpp"
+#include "hardware/topology_spec.hpp"
+#include "parallel/device_program.hpp"
+#include "parallel/runtime_spec.hpp"
+
+namespace podsim::cost {
+
+struct OpCost {
+    double seconds = 0.0;         // what the op occupies its resource for
+    double compute_seconds = 0.0;  // FLOPs term of the roofline (padded FLOPs at efficient peak)
+    double memory_seconds = 0.0;   // HBM term of the roofline
+    double padded_flops = 0.0;     // FLOPs the MXU actually spends after tile padding
+    bool memory_bound = false;
+};
+
+struct CostContext {
+    const hardware::TopologySpec& topology;
+    const parallel::RuntimeSpec& runtime;
+    const Calibration& calibration;
+    core::DType compute_dtype = core::DType::bf16;
+};
+
+// Roofline per fused op (DESIGN.md §3):
+//   time = max(padded FLOPs / (peak * mxu_efficiency), bytes / (hbm_bandwidth * hbm_efficiency)) + op_overhead
+// Padding: each matmul's contracting (k) and output-column (n) dimensions are rounded up to the MXU
+// tile (128x128 systolic array on v4) and its rows (m) to the 8-row sublane of the vector unit, so
+// a 48-wide head dimension costs as much MXU time as 128.
+// Collectives use the closed forms of collectives/closed_form.hpp plus collective_overhead.
+class CostModel {
+public:
+    explicit CostModel(CostContext context);
+    OpCost cost(const parallel::DeviceOp& op, const parallel::DeviceProgram& program) const;
+    std::vector<OpCost> cost_all(const parallel::DeviceProgram& program) const;
+
+private:
+    CostContext c_;
+    double peak_flops_;
+    double mxu_efficiency_;
+    double hbm_bandwidth_;
+};
+
+}  // namespace podsim::cost

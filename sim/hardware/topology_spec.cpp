@@ -1,0 +1,60 @@
+#include "hardware/topology_spec.hpp"
+
+#include <fmt/format.h>
+
+namespace podsim::hardware {
+namespace {
+bool power_of_two(int n) { return n > 0 && (n & (n - 1)) == 0; }
+}  // namespace
+
+SliceShape normalized_slice(const TopologySpec& topology, const SliceShape& shape) {
+    SliceShape out = shape;
+    while (out.dims.size() < static_cast<std::size_t>(topology.ici.dims)) out.dims.push_back(1);
+    return out;
+}
+
+std::optional<std::string> slice_shape_error(const TopologySpec& topology, const SliceShape& shape) {
+    if (shape.dims.size() > static_cast<std::size_t>(topology.ici.dims)) {
+        return fmt::format("slice {} has {} dimensions, but {} chips form a {}D mesh", shape.to_string(),
+                           shape.dims.size(), topology.name, topology.ici.dims);
+    }
+    SliceShape s = normalized_slice(topology, shape);
+    SliceShape max = normalized_slice(topology, topology.ici.max_slice);
+    for (std::size_t d = 0; d < s.dims.size(); ++d) {
+        if (!max.dims.empty() && s.dims[d] > max.dims[d]) {
+            return fmt::format("slice {} exceeds the largest {} slice {} in dimension {}", shape.to_string(),
+                               topology.name, topology.ici.max_slice.to_string(), d);
+        }
+        int n = s.dims[d];
+        // Cloud TPU "types and topologies": v4/v5p dimensions are 1, 2, 4 or a multiple of 4;
+        // the 2D generations take powers of two.
+        bool ok = topology.ici.wraparound == WraparoundRule::whole_cubes_of_4 ? (n <= 2 || n % 4 == 0)
+                                                                              : power_of_two(n);
+        if (!ok) {
+            return fmt::format("slice {} is not a {} slice shape: dimension {} has length {} ({})",
+                               shape.to_string(), topology.name, d, n,
+                               topology.ici.wraparound == WraparoundRule::whole_cubes_of_4
+                                   ? "each dimension must be 1, 2, or a multiple of 4"
+                                   : "each dimension must be a power of two");
+        }
+    }
+    return std::nullopt;
+}
+
+bool dimension_wraps(const TopologySpec& topology, const SliceShape& shape, std::size_t dim) {
+    SliceShape s = normalized_slice(topology, shape);
+    if (dim >= s.dims.size() || s.dims[dim] <= 2) return false;  // a ring of 2 is one link pair
+    switch (topology.ici.wraparound) {
+        case WraparoundRule::always: return true;
+        case WraparoundRule::none: return false;
+        case WraparoundRule::length_16: return s.dims[dim] == 16;
+        case WraparoundRule::whole_cubes_of_4:
+            for (int n : s.dims) {
+                if (n % 4 != 0) return false;
+            }
+            return true;
+    }
+    return false;
+}
+
+}  // namespace podsim::hardware

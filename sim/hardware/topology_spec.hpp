@@ -1,0 +1,58 @@
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+
+#include "hardware/chip_spec.hpp"
+#include "hardware/slice_shape.hpp"
+
+namespace podsim::hardware {
+
+// Which torus dimensions of a slice have wraparound links.
+enum class WraparoundRule {
+    always,            // every dimension longer than 2 wraps (v3 2D torus)
+    none,              // a mesh
+    whole_cubes_of_4,  // TPU v4/v5p: wraparound goes through the optical switches, so a slice is a
+                       // torus (in every dimension) only when every dimension is a multiple of 4
+    length_16,         // v5e/v6e: only dimensions of length 16 wrap
+};
+
+struct IciSpec {
+    int dims = 3;
+    double link_bandwidth = 0.0;  // bytes/s, one direction of one link
+    double hop_latency = 0.0;     // seconds per hop
+    WraparoundRule wraparound = WraparoundRule::whole_cubes_of_4;
+    SliceShape max_slice;
+    bool twisted_torus = false;  // n x n x 2n and n x 2n x 2n shapes may be twisted (ISCA 2023 Fig. 6)
+};
+
+struct HostSpec {
+    int chips_per_host = 4;
+    double host_memory = 0.0;  // bytes of host RAM per host
+};
+
+struct DcnSpec {
+    double bandwidth_per_chip = 0.0;  // bytes/s each chip can send across slices
+    double latency = 0.0;             // seconds per DCN transfer
+};
+
+struct TopologySpec {
+    std::string name;
+    ChipSpec chip;
+    IciSpec ici;
+    HostSpec host;
+    DcnSpec dcn;
+    std::map<std::string, std::string> sources;  // key path -> where the number comes from
+};
+
+// Why `shape` cannot be a slice of `topology`, or nullopt when it can.
+std::optional<std::string> slice_shape_error(const TopologySpec& topology, const SliceShape& shape);
+
+// `shape` padded with 1s to the topology's number of dimensions.
+SliceShape normalized_slice(const TopologySpec& topology, const SliceShape& shape);
+
+// Whether dimension `dim` of a (normalized) slice has wraparound links.
+bool dimension_wraps(const TopologySpec& topology, const SliceShape& shape, std::size_t dim);
+
+}  // namespace podsim::hardware

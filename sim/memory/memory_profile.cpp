@@ -1,0 +1,128 @@
+#include "memory/memory_profile.hpp"
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+
+namespace podsim::memory {
+namespace {
+
+enum Holder { kActivations, kGathered, kCollective, kTemporaries, kHolders };
+
+struct Change {
+    core::Time time;
+    double delta;
+    int holder;
+};
+
+bool is_compute(const parallel::DeviceOp& op) {
+    return op.category == parallel::OpCategory::matmul || op.category == parallel::OpCategory::fusion;
+}
+
+int pass_of(workload::Phase phase) { return phase == workload::Phase::forward ? 0 : 1; }
+
+// Forward outputs kept for the backward, and recomputed ones, live until their layer's backward ends.
+bool awaits_backward(const parallel::DeviceOp& op) {
+    return op.phase == workload::Phase::recompute || (op.phase == workload::Phase::forward && op.kept_for_backward);
+}
+
+}  // namespace
+
+MemoryProfile profile_memory(const parallel::DeviceProgram& program, const scheduler::Timeline& timeline,
+                             double capacity_bytes) {
+    const auto& ops = program.ops;
+    const auto& spans = timeline.spans;
+
+    std::map<std::pair<int, int>, core::Time> backward_end;           // (layer, microbatch)
+    std::map<std::tuple<int, int, int>, core::Time> last_user_end;    // (group, pass, microbatch)
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+        const auto& op = ops[i];
+        if (!is_compute(op) || op.phase == workload::Phase::optimizer) continue;
+        if (op.phase != workload::Phase::forward) {
+            auto& end = backward_end[{op.layer, op.microbatch}];
+            end = std::max(end, spans[i].end);
+        }
+        if (op.param_group >= 0) {
+            auto& end = last_user_end[{op.param_group, pass_of(op.phase), op.microbatch}];
+            end = std::max(end, spans[i].end);
+        }
+    }
+
+    std::vector<Change> changes;
+    changes.reserve(ops.size() * 2);
+    int previous = -1;  // previous compute op, whose output the current one consumes
+    auto free_temporary = [&](int op_index, core::Time at) {
+        const auto& p = ops[static_cast<std::size_t>(op_index)];
+        if (!awaits_backward(p)) changes.push_back({at, -p.output_bytes, kTemporaries});
+    };
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+        const auto& op = ops[i];
+        const auto& span = spans[i];
+        if (is_compute(op)) {
+            if (awaits_backward(op)) {
+                auto it = backward_end.find({op.layer, op.microbatch});
+                core::Time free_at = it != backward_end.end() ? std::max(it->second, span.end) : span.end;
+                changes.push_back({span.start, op.output_bytes, kActivations});
+                changes.push_back({free_at, -op.output_bytes, kActivations});
+            } else {
+                changes.push_back({span.start, op.output_bytes, kTemporaries});
+            }
+            if (previous >= 0) free_temporary(previous, span.end);
+            previous = static_cast<int>(i);
+        } else if (op.category == parallel::OpCategory::all_gather && op.param_group >= 0) {
+            auto it = last_user_end.find({op.param_group, pass_of(op.phase), op.microbatch});
+            core::Time free_at = it != last_user_end.end() ? std::max(it->second, span.end) : span.end;
+            changes.push_back({span.start, op.collective_bytes, kGathered});
+            changes.push_back({free_at, -op.collective_bytes, kGathered});
+        } else if (op.category == parallel::OpCategory::reduce_scatter && op.param_group >= 0) {
+            changes.push_back({span.start, op.collective_bytes, kCollective});
+            changes.push_back({span.end, -op.collective_bytes, kCollective});
+        }
+    }
+    if (previous >= 0) free_temporary(previous, spans[static_cast<std::size_t>(previous)].end);
+
+    std::stable_sort(changes.begin(), changes.end(), [](const Change& a, const Change& b) {
+        if (a.time != b.time) return a.time < b.time;
+        return a.delta < b.delta;  // frees before allocations at the same instant
+    });
+
+    MemoryProfile profile;
+    profile.capacity_bytes = capacity_bytes;
+    const double fixed = program.params_bytes + program.grads_bytes + program.optimizer_bytes;
+    double live[kHolders] = {0.0, 0.0, 0.0, 0.0};
+    double total = fixed;
+    profile.peak_bytes = fixed;
+    profile.at_peak.params = program.params_bytes;
+    profile.at_peak.grads = program.grads_bytes;
+    profile.at_peak.optimizer = program.optimizer_bytes;
+    profile.samples.push_back({0, fixed});
+    for (const auto& c : changes) {
+        if (c.delta == 0.0) continue;
+        live[c.holder] += c.delta;
+        total += c.delta;
+        if (profile.samples.back().time == c.time) {
+            profile.samples.back().live_bytes = total;
+        } else {
+            profile.samples.push_back({c.time, total});
+        }
+        if (total > profile.peak_bytes) {
+            profile.peak_bytes = total;
+            profile.peak_time = c.time;
+            profile.at_peak.activations = live[kActivations];
+            profile.at_peak.gathered_weights = live[kGathered];
+            profile.at_peak.collective_buffers = live[kCollective];
+            profile.at_peak.temporaries = live[kTemporaries];
+        }
+    }
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+        if (is_compute(ops[i]) && spans[i].start <= profile.peak_time && profile.peak_time < spans[i].end) {
+            profile.peak_op = static_cast<int>(i);
+            break;
+        }
+    }
+    profile.fits = profile.peak_bytes <= capacity_bytes;
+    profile.overflow_bytes = profile.fits ? 0.0 : profile.peak_bytes - capacity_bytes;
+    return profile;
+}
+
+}  // namespace podsim::memory

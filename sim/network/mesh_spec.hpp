@@ -1,0 +1,31 @@
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace podsim::network {
+
+struct MeshAxis {
+    std::string name;  // data | fsdp | tensor for `podsim run`; free names for `podsim collective`
+    int size = 1;
+};
+
+// Logical device mesh: `ici` axes inside a slice (in order, the last one most local), `dcn` axes
+// across slices. Products equal chips per slice and number of slices.
+struct MeshSpec {
+    std::vector<MeshAxis> ici;
+    std::vector<MeshAxis> dcn;
+    // Optional explicit placement: axis name -> torus dimensions (0 = x) it spans.
+    std::map<std::string, std::vector<int>> mapping;
+
+    long ici_size() const;
+    long dcn_size() const;
+    // Product of every axis (ICI and DCN) called `name`; 1 when absent.
+    long size_of(const std::string& name) const;
+    long ici_size_of(const std::string& name) const;
+    long dcn_size_of(const std::string& name) const;
+    std::string to_string() const;
+};
+
+}  // namespace podsim::network

@@ -1,0 +1,81 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "collectives/collective_kind.hpp"
+#include "network/axis_mapping.hpp"
+#include "workload/op.hpp"
+
+namespace podsim::parallel {
+
+// Categories shared with measured profiles (op-stats comparison): what XLA's op stats call them.
+enum class OpCategory : std::uint8_t {
+    matmul,  // convolution/dot fusions
+    fusion,  // loop, input and output fusions (elementwise, reductions, optimizer)
+    all_gather,
+    reduce_scatter,
+    all_reduce,
+    all_to_all,
+    collective_permute,
+    host,
+};
+std::string_view category_name(OpCategory category);
+bool is_collective(OpCategory category);
+OpCategory category_of(collectives::CollectiveKind kind);
+
+enum class ResourceKind : std::uint8_t { compute, ici, dcn, host };
+
+// A group of chips a collective runs over: one ICI mesh axis, or the slices over DCN.
+struct CommAxis {
+    std::string name;                        // "fsdp", "data", ...
+    ResourceKind kind = ResourceKind::ici;
+    int size = 1;
+    std::vector<network::AxisDimPart> parts;  // ICI placement
+};
+
+// One op as every chip runs it (SPMD: all chips run the same program), with per-chip sizes.
+struct DeviceOp {
+    std::string name;
+    OpCategory category = OpCategory::fusion;
+    workload::Phase phase = workload::Phase::forward;
+    int layer = -1;
+    int microbatch = 0;
+    int param_group = -1;
+    int resource = 0;  // index into DeviceProgram::resources
+    // compute ops
+    double flops = 0.0;  // per chip, matmul FLOPs
+    double bytes = 0.0;  // per chip, HBM bytes read + written
+    double output_bytes = 0.0;
+    bool kept_for_backward = false;
+    double mm_batch = 1.0, mm_m = 0.0, mm_n = 0.0, mm_k = 0.0;  // per-chip matmul shape
+    // collective ops
+    collectives::CollectiveKind collective = collectives::CollectiveKind::all_gather;
+    int comm_axis = -1;              // index into DeviceProgram::comm_axes
+    double collective_bytes = 0.0;   // the full array, as the scaling book counts it
+    std::vector<int> deps;           // earlier ops (program order) that must finish first
+};
+
+struct Resource {
+    std::string name;  // "compute", "ici:fsdp", "dcn:data", "host"
+    ResourceKind kind = ResourceKind::compute;
+    int comm_axis = -1;
+};
+
+struct DeviceProgram {
+    std::vector<DeviceOp> ops;  // program order
+    std::vector<Resource> resources;
+    std::vector<CommAxis> comm_axes;
+    long chips = 1;
+    int microbatches = 1;
+    // Per-chip state that lives for the whole step (bytes).
+    double params_bytes = 0.0;
+    double grads_bytes = 0.0;
+    double optimizer_bytes = 0.0;
+    // Largest FSDP-gathered parameter group (bytes per chip while gathered).
+    double largest_gathered_group_bytes = 0.0;
+    double gathered_bytes_total = 0.0;  // sum over groups (per gather)
+};
+
+}  // namespace podsim::parallel

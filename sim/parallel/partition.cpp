@@ -1,0 +1,337 @@
+#include "parallel/partition.hpp"
+
+#include <algorithm>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "core/assert.hpp"
+#include "core/dtype.hpp"
+#include "workload/lower.hpp"
+
+namespace podsim::parallel {
+namespace {
+
+using collectives::CollectiveKind;
+using workload::Op;
+using workload::OpKind;
+using workload::Phase;
+using workload::Shard;
+using workload::Tensor;
+
+enum class Block { forward, backward };
+
+Block block_of(Phase phase) { return phase == Phase::forward ? Block::forward : Block::backward; }
+
+class Partitioner {
+public:
+    explicit Partitioner(const PartitionInput& in) : in_(in), g_(in.graph) {
+        data_ = in.mesh.size_of("data");
+        fsdp_ = in.mesh.ici_size_of("fsdp");
+        tensor_ = in.mesh.ici_size_of("tensor");
+        batch_div_ = static_cast<double>(data_ * fsdp_);
+        param_bytes_ = static_cast<double>(core::dtype_bytes(in.training.param_dtype));
+    }
+
+    DeviceProgram run() {
+        p_.chips = in_.mesh.ici_size() * in_.mesh.dcn_size();
+        p_.microbatches = in_.training.microbatches;
+        make_resources();
+        make_state();
+
+        std::vector<int> order = g_.topological_order();
+        std::vector<int> step_ops;
+        std::vector<int> optimizer_ops;
+        for (int i : order) (g_.op(i).phase == Phase::optimizer ? optimizer_ops : step_ops).push_back(i);
+        plan_groups(step_ops);
+
+        const int host = static_cast<int>(p_.resources.size()) - 1;
+        DeviceOp dispatch;
+        dispatch.name = "host.dispatch";
+        dispatch.category = OpCategory::host;
+        dispatch.resource = host;
+        host_op_ = emit(std::move(dispatch));
+
+        std::vector<int> final_grad(g_.param_groups.size(), -1);
+        for (int mb = 0; mb < in_.training.microbatches; ++mb) {
+            emit_microbatch(step_ops, mb, mb + 1 == in_.training.microbatches, final_grad);
+        }
+        for (int i : optimizer_ops) {
+            const Op& op = g_.op(i);
+            DeviceOp d = compute_op(op, 0);
+            int group = op.param_group;
+            if (group >= 0 && final_grad[static_cast<std::size_t>(group)] >= 0) {
+                d.deps.push_back(final_grad[static_cast<std::size_t>(group)]);
+            }
+            emit(std::move(d));
+        }
+        return std::move(p_);
+    }
+
+private:
+    void make_resources() {
+        p_.resources.push_back(Resource{"compute", ResourceKind::compute, -1});
+        for (std::size_t a = 0; a < in_.mesh.ici.size(); ++a) {
+            const auto& axis = in_.mesh.ici[a];
+            if (axis.size <= 1) continue;
+            CommAxis comm{axis.name, ResourceKind::ici, axis.size, in_.ici_axes[a].parts};
+            axis_index_[axis.name] = static_cast<int>(p_.comm_axes.size());
+            p_.resources.push_back(Resource{"ici:" + axis.name, ResourceKind::ici,
+                                            static_cast<int>(p_.comm_axes.size())});
+            p_.comm_axes.push_back(comm);
+        }
+        if (in_.mesh.dcn_size() > 1) {
+            dcn_axis_ = static_cast<int>(p_.comm_axes.size());
+            p_.resources.push_back(Resource{"dcn", ResourceKind::dcn, dcn_axis_});
+            p_.comm_axes.push_back(CommAxis{"dcn", ResourceKind::dcn, static_cast<int>(in_.mesh.dcn_size()), {}});
+        }
+        p_.resources.push_back(Resource{"host", ResourceKind::host, -1});
+    }
+
+    int resource_of_axis(int comm_axis) const {
+        for (std::size_t r = 0; r < p_.resources.size(); ++r) {
+            if (p_.resources[r].comm_axis == comm_axis) return static_cast<int>(r);
+        }
+        PODSIM_ASSERT(false, "no resource for comm axis");
+        return 0;
+    }
+
+    int axis(const std::string& name) const {
+        auto it = axis_index_.find(name);
+        return it == axis_index_.end() ? -1 : it->second;
+    }
+
+    double group_divisor(const workload::ParamGroup& group) const {
+        return static_cast<double>(fsdp_) * (group.tensor_sharded ? static_cast<double>(tensor_) : 1.0);
+    }
+
+    void make_state() {
+        for (const auto& group : g_.param_groups) {
+            double shard = static_cast<double>(group.params) / group_divisor(group);
+            p_.params_bytes += shard * param_bytes_;
+            p_.grads_bytes += shard * param_bytes_;
+            p_.optimizer_bytes += workload::optimizer_state_bytes(group, in_.training.optimizer,
+                                                                  in_.training.param_dtype) /
+                                  group_divisor(group);
+            if (fsdp_ > 1) {
+                double gathered = gathered_bytes(group);
+                p_.largest_gathered_group_bytes = std::max(p_.largest_gathered_group_bytes, gathered);
+                p_.gathered_bytes_total += gathered;
+            }
+        }
+    }
+
+    double gathered_bytes(const workload::ParamGroup& group) const {
+        return static_cast<double>(group.params) / (group.tensor_sharded ? static_cast<double>(tensor_) : 1.0) *
+               param_bytes_;
+    }
+
+    double divisor(Shard shard) const {
+        switch (shard) {
+            case Shard::none: return 1.0;
+            case Shard::batch: return batch_div_;
+            case Shard::tensor: return static_cast<double>(tensor_);
+            case Shard::param: return static_cast<double>(fsdp_ * tensor_);
+        }
+        return 1.0;
+    }
+
+    double size(const workload::Extent& e) const { return static_cast<double>(e.size) / divisor(e.shard); }
+
+    double bytes(const Tensor& t) const {
+        double n = static_cast<double>(t.element_bytes);
+        for (int i = 0; i < t.rank; ++i) n *= size(t.dims[static_cast<std::size_t>(i)]);
+        return n;
+    }
+
+    DeviceOp compute_op(const Op& op, int mb) const {
+        DeviceOp d;
+        d.name = op.name;
+        d.category = op.kind == OpKind::matmul ? OpCategory::matmul : OpCategory::fusion;
+        d.phase = op.phase;
+        d.layer = op.layer;
+        d.microbatch = mb;
+        d.param_group = op.param_group;
+        d.resource = 0;
+        d.kept_for_backward = op.kept_for_backward;
+        for (const auto& t : op.reads) d.bytes += bytes(t);
+        for (const auto& t : op.writes) d.output_bytes += bytes(t);
+        d.bytes += d.output_bytes;
+        if (op.kind == OpKind::matmul) {
+            const auto& s = op.matmul;
+            d.mm_batch = size(s.batch[0]) * size(s.batch[1]);
+            d.mm_m = size(s.m);
+            d.mm_n = size(s.n);
+            d.mm_k = size(s.k);
+            d.flops = 2.0 * d.mm_batch * d.mm_m * d.mm_n * d.mm_k;
+        }
+        return d;
+    }
+
+    DeviceOp collective(std::string name, CollectiveKind kind, int comm_axis, double full_bytes, Phase phase,
+                        int layer, int mb) const {
+        DeviceOp d;
+        d.name = std::move(name);
+        d.category = category_of(kind);
+        d.phase = phase;
+        d.layer = layer;
+        d.microbatch = mb;
+        d.collective = kind;
+        d.comm_axis = comm_axis;
+        d.collective_bytes = full_bytes;
+        d.resource = resource_of_axis(comm_axis);
+        d.param_group = -1;
+        return d;
+    }
+
+    int emit(DeviceOp op) {
+        std::sort(op.deps.begin(), op.deps.end());
+        op.deps.erase(std::unique(op.deps.begin(), op.deps.end()), op.deps.end());
+        p_.ops.push_back(std::move(op));
+        return static_cast<int>(p_.ops.size()) - 1;
+    }
+
+    // For each block, parameter groups in order of first use, and each group's last op there.
+    void plan_groups(const std::vector<int>& step_ops) {
+        for (std::size_t pos = 0; pos < step_ops.size(); ++pos) {
+            const Op& op = g_.op(step_ops[pos]);
+            if (op.param_group < 0) continue;
+            auto& plan = plans_[static_cast<int>(block_of(op.phase))];
+            if (!plan.first_use.count(op.param_group)) {
+                plan.first_use[op.param_group] = pos;
+                plan.order.push_back(op.param_group);
+            }
+            plan.last_use[op.param_group] = pos;
+        }
+    }
+
+    struct BlockPlan {
+        std::vector<int> order;
+        std::map<int, std::size_t> first_use;
+        std::map<int, std::size_t> last_use;
+    };
+
+    void emit_microbatch(const std::vector<int>& step_ops, int mb, bool last_microbatch,
+                         std::vector<int>& final_grad) {
+        const int fsdp_axis = axis("fsdp");
+        const int tensor_axis = axis("tensor");
+        const int data_axis = axis("data");
+        const int depth = in_.runtime.async() ? std::max(0, in_.runtime.prefetch_depth) : 0;
+        std::map<std::pair<int, int>, int> gather;  // (block, group) -> all-gather op
+        std::vector<int> ready(g_.size(), -1);      // graph op -> device op holding its output
+        int last_compute = mb == 0 ? -1 : last_compute_;
+
+        auto issue_gather = [&](int block, int group) {
+            if (fsdp_axis < 0 || gather.count({block, group})) return;
+            const auto& pg = g_.param_groups[static_cast<std::size_t>(group)];
+            Phase phase = block == 0 ? Phase::forward : Phase::backward;
+            DeviceOp ag = collective(fmt::format("{}.all-gather.{}", pg.name, block == 0 ? "fwd" : "bwd"),
+                                     CollectiveKind::all_gather, fsdp_axis, gathered_bytes(pg), phase, pg.layer, mb);
+            ag.param_group = group;
+            // Bounded prefetch: it may start once the compute before its issue point is done.
+            if (last_compute >= 0) ag.deps.push_back(last_compute);
+            if (last_compute < 0 && host_blocks_) ag.deps.push_back(host_op_);
+            gather[{block, group}] = emit(std::move(ag));
+        };
+
+        for (std::size_t pos = 0; pos < step_ops.size(); ++pos) {
+            int gi = step_ops[pos];
+            const Op& op = g_.op(gi);
+            int block = static_cast<int>(block_of(op.phase));
+            const BlockPlan& plan = plans_[block];
+            if (op.param_group >= 0 && plan.first_use.at(op.param_group) == pos) {
+                auto where = std::find(plan.order.begin(), plan.order.end(), op.param_group) - plan.order.begin();
+                for (long j = where; j <= where + depth && j < static_cast<long>(plan.order.size()); ++j) {
+                    issue_gather(block, plan.order[static_cast<std::size_t>(j)]);
+                }
+            }
+            DeviceOp d = compute_op(op, mb);
+            for (int pred : g_.predecessors(gi)) {
+                int r = ready[static_cast<std::size_t>(pred)];
+                if (r >= 0) d.deps.push_back(r);
+            }
+            if (op.param_group >= 0) {
+                auto it = gather.find({block, op.param_group});
+                if (it != gather.end()) d.deps.push_back(it->second);
+            }
+            if (pos == 0 && host_blocks_) d.deps.push_back(host_op_);
+            if (d.deps.empty() && last_compute >= 0) d.deps.push_back(last_compute);
+            int index = emit(std::move(d));
+            last_compute = index;
+            ready[static_cast<std::size_t>(gi)] = index;
+
+            // Partial sums over a split contraction dimension: all-reduce over `tensor`.
+            if (tensor_axis >= 0 && op.kind == OpKind::matmul && op.matmul.k.shard == Shard::tensor) {
+                DeviceOp ar = collective(op.name + ".all-reduce", CollectiveKind::all_reduce, tensor_axis,
+                                         p_.ops[static_cast<std::size_t>(index)].output_bytes, op.phase, op.layer,
+                                         mb);
+                ar.deps.push_back(index);
+                ready[static_cast<std::size_t>(gi)] = emit(std::move(ar));
+            }
+
+            // Gradients of a group are complete after its last backward op.
+            if (op.param_group >= 0 && block == 1 && plan.last_use.at(op.param_group) == pos) {
+                finish_gradients(op.param_group, index, mb, last_microbatch, fsdp_axis, data_axis, final_grad);
+            }
+        }
+        last_compute_ = last_compute;
+    }
+
+    void finish_gradients(int group, int after, int mb, bool last_microbatch, int fsdp_axis, int data_axis,
+                          std::vector<int>& final_grad) {
+        const auto& pg = g_.param_groups[static_cast<std::size_t>(group)];
+        double full = static_cast<double>(pg.params) / (pg.tensor_sharded ? static_cast<double>(tensor_) : 1.0) *
+                      param_bytes_;
+        int last = after;
+        if (fsdp_axis >= 0) {
+            DeviceOp rs = collective(pg.name + ".reduce-scatter", CollectiveKind::reduce_scatter, fsdp_axis, full,
+                                     Phase::backward, pg.layer, mb);
+            rs.deps.push_back(last);
+            rs.param_group = group;
+            last = emit(std::move(rs));
+        }
+        if (last_microbatch) {
+            double shard = full / static_cast<double>(fsdp_);
+            if (data_axis >= 0) {
+                DeviceOp ar = collective(pg.name + ".all-reduce", CollectiveKind::all_reduce, data_axis, shard,
+                                         Phase::backward, pg.layer, mb);
+                ar.deps.push_back(last);
+                last = emit(std::move(ar));
+            }
+            if (dcn_axis_ >= 0) {
+                DeviceOp ar = collective(pg.name + ".all-reduce.dcn", CollectiveKind::all_reduce, dcn_axis_,
+                                         shard,
+                                         Phase::backward, pg.layer, mb);
+                ar.deps.push_back(last);
+                last = emit(std::move(ar));
+            }
+        }
+        final_grad[static_cast<std::size_t>(group)] = last;
+    }
+
+    const PartitionInput& in_;
+    const workload::OpGraph& g_;
+    DeviceProgram p_;
+    long data_ = 1, fsdp_ = 1, tensor_ = 1;
+    double batch_div_ = 1.0;
+    double param_bytes_ = 4.0;
+    std::map<std::string, int> axis_index_;
+    int dcn_axis_ = -1;
+    int host_op_ = -1;
+    int last_compute_ = -1;
+    bool host_blocks_ = false;
+    BlockPlan plans_[2];
+
+public:
+    void set_host_blocks(bool blocks) { host_blocks_ = blocks; }
+};
+
+}  // namespace
+
+DeviceProgram partition(const PartitionInput& input) {
+    Partitioner partitioner(input);
+    partitioner.set_host_blocks(input.runtime.host_blocks_device());
+    return partitioner.run();
+}
+
+}  // namespace podsim::parallel

@@ -1,0 +1,34 @@
+#pragma once
+
+#include <vector>
+
+#include "network/axis_mapping.hpp"
+#include "network/mesh_spec.hpp"
+#include "parallel/device_program.hpp"
+#include "parallel/runtime_spec.hpp"
+#include "workload/model_spec.hpp"
+#include "workload/op_graph.hpp"
+#include "workload/training_spec.hpp"
+
+namespace podsim::parallel {
+
+struct PartitionInput {
+    const workload::OpGraph& graph;
+    const workload::TrainingSpec& training;
+    const network::MeshSpec& mesh;
+    const std::vector<network::AxisMapping>& ici_axes;  // placement of mesh.ici, same order
+    const RuntimeSpec& runtime;
+};
+
+// SPMD partitioning of one training step over the mesh, as GSPMD / PyTorch/XLA FSDP would:
+//  - batch dimensions split over every data-parallel axis (data, fsdp, dcn data);
+//  - tensor: heads and MLP width split (Megatron); a matmul contracting over a split dimension
+//    yields partial sums, so an all-reduce over `tensor` follows it;
+//  - fsdp (ZeRO-3): parameters, gradients and optimizer state split; each parameter group is
+//    all-gathered before its first use in the forward and again in the backward (remat included),
+//    and its gradient reduce-scattered after its last backward op;
+//  - data: gradients all-reduced once per step (after the last microbatch), over ICI then DCN.
+// Ops come out in program order: the order XLA's sequential schedule runs them.
+DeviceProgram partition(const PartitionInput& input);
+
+}  // namespace podsim::parallel

@@ -1,0 +1,27 @@
+#pragma once
+
+#include <optional>
+#include <string_view>
+
+namespace podsim::parallel {
+
+enum class Framework { jax, pytorch_xla };
+
+std::string_view framework_name(Framework framework);
+
+// How the training framework runs the step on the device (schema podsim.run/v1 `runtime:`).
+struct RuntimeSpec {
+    Framework framework = Framework::jax;
+    std::optional<bool> async_collectives;  // default: jax async, pytorch-xla synchronous
+    std::optional<double> host_overhead;    // seconds per step; default from calibration
+    int prefetch_depth = 1;                 // FSDP all-gathers issued ahead of use (async only)
+
+    // JAX/XLA issues async collective start/done pairs; PyTorch/XLA FSDP as benchmarked on TPU v4
+    // ran them synchronously (PyTorch blog on FSDP GPT-2, 2023).
+    bool async() const { return async_collectives.value_or(framework == Framework::jax); }
+    // PyTorch/XLA traces the graph on the host every step before the device runs it (lazy tensors);
+    // JAX dispatches asynchronously, so the host runs ahead of the device.
+    bool host_blocks_device() const { return framework == Framework::pytorch_xla; }
+};
+
+}  // namespace podsim::parallel

@@ -1,0 +1,43 @@
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "config/load.hpp"
+
+namespace podsim::profile {
+
+enum class CaseStatus {
+    pass,             // within tolerance
+    expected_miss,    // outside tolerance, and the case says why (kept visible, not hidden)
+    fail,             // outside tolerance with no reason given
+    unexpected_pass,  // marked expected_miss but now within tolerance: remove the mark
+};
+
+std::string_view status_name(CaseStatus status);
+
+struct CaseResult {
+    std::string id;
+    std::string source;
+    std::string metric;  // step_time_s, all_reduce_fraction
+    double predicted = 0.0;
+    double measured = 0.0;
+    double error = 0.0;      // relative for step_time_s, absolute for fractions
+    bool relative = true;
+    double tolerance = 0.0;
+    double predicted_mfu = 0.0;
+    double measured_mfu = 0.0;  // 0 when not published
+    bool fits = true;
+    bool derived = false;
+    std::string expected_miss;
+    CaseStatus status = CaseStatus::pass;
+};
+
+std::vector<CaseResult> evaluate_suite(const std::vector<config::ValidationCase>& cases);
+
+// A plain-text table (one row per case, then "N passed, N failed"), or the Markdown table of README.
+std::string format_suite(const std::vector<CaseResult>& results);
+std::string format_suite_markdown(const std::vector<CaseResult>& results);
+bool suite_passed(const std::vector<CaseResult>& results);
+
+}  // namespace podsim::profile

@@ -1,0 +1,176 @@
+#include "report/build_report.hpp"
+
+#include <algorithm>
+#include <map>
+
+#include "core/time.hpp"
+
+namespace podsim::report {
+namespace {
+
+using Interval = std::pair<core::Time, core::Time>;
+
+std::vector<Interval> merged(std::vector<Interval> v) {
+    std::sort(v.begin(), v.end());
+    std::vector<Interval> out;
+    for (const auto& iv : v) {
+        if (iv.second <= iv.first) continue;
+        if (!out.empty() && iv.first <= out.back().second) {
+            out.back().second = std::max(out.back().second, iv.second);
+        } else {
+            out.push_back(iv);
+        }
+    }
+    return out;
+}
+
+core::Time length(const std::vector<Interval>& v) {
+    core::Time t = 0;
+    for (const auto& iv : v) t += iv.second - iv.first;
+    return t;
+}
+
+// |a ∩ b| for two merged interval lists.
+core::Time overlap(const std::vector<Interval>& a, const std::vector<Interval>& b) {
+    core::Time t = 0;
+    std::size_t i = 0, j = 0;
+    while (i < a.size() && j < b.size()) {
+        core::Time lo = std::max(a[i].first, b[j].first);
+        core::Time hi = std::min(a[i].second, b[j].second);
+        if (hi > lo) t += hi - lo;
+        if (a[i].second < b[j].second) {
+            ++i;
+        } else {
+            ++j;
+        }
+    }
+    return t;
+}
+
+std::vector<Interval> unite(const std::vector<Interval>& a, const std::vector<Interval>& b) {
+    std::vector<Interval> all = a;
+    all.insert(all.end(), b.begin(), b.end());
+    return merged(std::move(all));
+}
+
+}  // namespace
+
+double model_flops_per_step(const workload::ModelSpec& model, const workload::TrainingSpec& training,
+                            bool with_attention) {
+    double tokens = static_cast<double>(training.global_batch) * model.tokens_per_sample(training.seq_len);
+    double n = static_cast<double>(workload::count_params(model).total);
+    double flops = 6.0 * n * tokens;
+    if (with_attention) {
+        flops += 12.0 * model.layers * static_cast<double>(model.tokens_per_sample(training.seq_len)) *
+                 static_cast<double>(model.attention_width()) * tokens;
+    }
+    return flops;
+}
+
+RunReport build_report(const ReportInput& in) {
+    const auto& ops = in.program.ops;
+    const auto& spans = in.timeline.spans;
+    RunReport r;
+    r.name = in.name;
+    r.model = in.model.name;
+    r.topology = in.topology.name;
+    r.slice = in.slice.to_string();
+    r.slices = in.slices;
+    r.mesh = in.mesh.to_string();
+    r.framework = std::string(parallel::framework_name(in.runtime.framework));
+    r.async_collectives = in.runtime.async();
+    r.chips = in.program.chips;
+    r.params = workload::count_params(in.model).total;
+    r.ops = static_cast<long>(ops.size());
+    r.events = in.timeline.events;
+
+    r.step_time_s = core::to_seconds(in.timeline.step_time);
+    r.tokens_per_step = static_cast<double>(in.training.global_batch) * in.model.tokens_per_sample(in.training.seq_len);
+    r.tokens_per_s = r.step_time_s > 0 ? r.tokens_per_step / r.step_time_s : 0.0;
+    r.peak_flops_per_chip = in.topology.chip.peak_flops_for(in.training.dtype);
+    r.model_flops_per_step = model_flops_per_step(in.model, in.training, in.mfu_attention);
+    double executed_per_chip = 0.0;
+    for (const auto& op : ops) executed_per_chip += op.flops;
+    r.hardware_flops_per_step = executed_per_chip * static_cast<double>(r.chips);
+    double capacity = r.step_time_s * static_cast<double>(r.chips) * r.peak_flops_per_chip;
+    r.mfu = capacity > 0 ? r.model_flops_per_step / capacity : 0.0;
+    r.hfu = capacity > 0 ? r.hardware_flops_per_step / capacity : 0.0;
+    r.mfu_convention = in.mfu_attention ? "6N+attention" : "6N";
+
+    const auto& m = in.memory;
+    r.memory.peak_bytes = m.peak_bytes;
+    r.memory.capacity_bytes = m.capacity_bytes;
+    r.memory.fits = m.fits;
+    r.memory.overflow_bytes = m.overflow_bytes;
+    r.memory.params_bytes = m.at_peak.params;
+    r.memory.grads_bytes = m.at_peak.grads;
+    r.memory.optimizer_bytes = m.at_peak.optimizer;
+    r.memory.activations_bytes = m.at_peak.activations;
+    r.memory.gathered_weights_bytes = m.at_peak.gathered_weights;
+    r.memory.collective_buffers_bytes = m.at_peak.collective_buffers;
+    r.memory.temporaries_bytes = m.at_peak.temporaries;
+    r.memory.peak_op = m.peak_op >= 0 ? ops[static_cast<std::size_t>(m.peak_op)].name : std::string();
+    r.memory.peak_time_s = core::to_seconds(m.peak_time);
+
+    std::vector<Interval> compute, comm, host;
+    std::map<std::string, CategoryStat> stats;
+    std::vector<core::Time> busy(in.program.resources.size(), 0);
+    double device_op_time = 0.0;
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+        const auto& op = ops[i];
+        Interval iv{spans[i].start, spans[i].end};
+        busy[static_cast<std::size_t>(op.resource)] += iv.second - iv.first;
+        double seconds = core::to_seconds(iv.second - iv.first);
+        if (op.category == parallel::OpCategory::host) {
+            host.push_back(iv);
+        } else {
+            if (parallel::is_collective(op.category)) {
+                comm.push_back(iv);
+            } else {
+                compute.push_back(iv);
+                switch (op.phase) {
+                    case workload::Phase::forward: r.forward_s += seconds; break;
+                    case workload::Phase::backward: r.backward_s += seconds; break;
+                    case workload::Phase::recompute: r.recompute_s += seconds; break;
+                    case workload::Phase::optimizer: r.optimizer_s += seconds; break;
+                }
+            }
+            device_op_time += seconds;
+        }
+        auto& s = stats[std::string(parallel::category_name(op.category))];
+        s.category = std::string(parallel::category_name(op.category));
+        ++s.count;
+        s.time_s += seconds;
+    }
+    compute = merged(compute);
+    comm = merged(comm);
+    host = merged(host);
+    const core::Time step = in.timeline.step_time;
+    const core::Time compute_t = length(compute);
+    const core::Time comm_t = length(comm);
+    const core::Time comm_hidden = overlap(comm, compute);
+    auto device = unite(compute, comm);
+    auto everything = unite(device, host);
+    r.compute_s = core::to_seconds(compute_t);
+    r.communication_s = core::to_seconds(comm_t);
+    r.overlapped_communication_s = core::to_seconds(comm_hidden);
+    r.exposed_communication_s = core::to_seconds(comm_t - comm_hidden);
+    r.host_s = core::to_seconds(length(everything) - length(device));
+    r.idle_s = core::to_seconds(step - length(everything));
+
+    for (auto& [name, s] : stats) {
+        s.fraction = s.category == "host" || device_op_time <= 0 ? 0.0 : s.time_s / device_op_time;
+        r.op_stats.push_back(s);
+    }
+    std::sort(r.op_stats.begin(), r.op_stats.end(), [](const CategoryStat& a, const CategoryStat& b) {
+        if (a.time_s != b.time_s) return a.time_s > b.time_s;
+        return a.category < b.category;
+    });
+    for (std::size_t i = 0; i < busy.size(); ++i) {
+        double b = core::to_seconds(busy[i]);
+        r.resources.push_back(ResourceStat{in.program.resources[i].name, b, r.step_time_s > 0 ? b / r.step_time_s : 0.0});
+    }
+    return r;
+}
+
+}  // namespace podsim::report

@@ -1,0 +1,42 @@
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "cost/cost_model.hpp"
+#include "hardware/topology_spec.hpp"
+#include "memory/memory_profile.hpp"
+#include "network/mesh_spec.hpp"
+#include "parallel/device_program.hpp"
+#include "parallel/runtime_spec.hpp"
+#include "report/run_report.hpp"
+#include "scheduler/timeline.hpp"
+#include "workload/model_spec.hpp"
+#include "workload/training_spec.hpp"
+
+namespace podsim::report {
+
+struct ReportInput {
+    std::string name;
+    const workload::ModelSpec& model;
+    const workload::TrainingSpec& training;
+    const parallel::RuntimeSpec& runtime;
+    const hardware::TopologySpec& topology;
+    const hardware::SliceShape& slice;
+    int slices = 1;
+    const network::MeshSpec& mesh;
+    bool mfu_attention = false;
+    const parallel::DeviceProgram& program;
+    const std::vector<cost::OpCost>& costs;
+    const scheduler::Timeline& timeline;
+    const memory::MemoryProfile& memory;
+};
+
+// Model FLOPs per step, DESIGN.md §3: 6·N·tokens, plus 12·L·S·(heads·head_dim) per token when
+// attention is counted (PaLM, Chowdhery et al. 2022, appendix B).
+double model_flops_per_step(const workload::ModelSpec& model, const workload::TrainingSpec& training,
+                            bool with_attention);
+
+RunReport build_report(const ReportInput& input);
+
+}  // namespace podsim::report

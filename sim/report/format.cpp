@@ -1,0 +1,172 @@
+#include "report/format.hpp"
+
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include "core/quantity.hpp"
+#include "core/time.hpp"
+
+namespace podsim::report {
+
+std::string format_table(const RunReport& r) {
+    using core::format_bytes;
+    using core::format_seconds;
+    std::string out;
+    auto line = [&](std::string_view label, const std::string& value) {
+        out += fmt::format("  {:<28} {}\n", label, value);
+    };
+    auto pct = [&](double part) {
+        return r.step_time_s > 0 ? fmt::format("{:5.1f}%", 100.0 * part / r.step_time_s) : std::string("  -  ");
+    };
+    out += fmt::format("podsim: {}\n", r.name);
+    out += fmt::format("  {} on {} slice {}{} ({} chips), mesh {}, {} ({} collectives)\n\n", r.model, r.topology,
+                       r.slice, r.slices > 1 ? fmt::format(" x {} slices", r.slices) : std::string(), r.chips, r.mesh,
+                       r.framework, r.async_collectives ? "async" : "synchronous");
+    line("step time", format_seconds(r.step_time_s));
+    line("tokens/s", fmt::format("{:.0f}  ({:.0f} tokens per step)", r.tokens_per_s, r.tokens_per_step));
+    line("MFU", fmt::format("{:.1f}%  (convention {})", 100.0 * r.mfu, r.mfu_convention));
+    line("HFU", fmt::format("{:.1f}%  (executed matmul FLOPs, remat included)", 100.0 * r.hfu));
+    line("model FLOPs per step", fmt::format("{:.3e}", r.model_flops_per_step));
+    out += "\nwhere the step went (adds up to the step time)\n";
+    line("compute", fmt::format("{:>12}  {}", format_seconds(r.compute_s), pct(r.compute_s)));
+    line("exposed communication", fmt::format("{:>12}  {}", format_seconds(r.exposed_communication_s),
+                                              pct(r.exposed_communication_s)));
+    line("host", fmt::format("{:>12}  {}", format_seconds(r.host_s), pct(r.host_s)));
+    line("idle", fmt::format("{:>12}  {}", format_seconds(r.idle_s), pct(r.idle_s)));
+    line("(communication overlapped)", fmt::format("{:>12}  of {} in collectives",
+                                                   format_seconds(r.overlapped_communication_s),
+                                                   format_seconds(r.communication_s)));
+    line("(compute by phase)", fmt::format("fwd {}, bwd {}, remat {}, optimizer {}", format_seconds(r.forward_s),
+                                           format_seconds(r.backward_s), format_seconds(r.recompute_s),
+                                           format_seconds(r.optimizer_s)));
+    out += "\nmemory per chip (at the peak)\n";
+    const auto& m = r.memory;
+    line("peak", fmt::format("{} of {}  -> {}", format_bytes(m.peak_bytes), format_bytes(m.capacity_bytes),
+                             m.fits ? std::string("fits")
+                                    : fmt::format("DOES NOT FIT (over by {})", format_bytes(m.overflow_bytes))));
+    line("params / grads / optimizer", fmt::format("{} / {} / {}", format_bytes(m.params_bytes),
+                                                   format_bytes(m.grads_bytes), format_bytes(m.optimizer_bytes)));
+    line("saved activations", format_bytes(m.activations_bytes));
+    line("gathered weights", format_bytes(m.gathered_weights_bytes));
+    line("collective buffers", format_bytes(m.collective_buffers_bytes));
+    line("temporaries", format_bytes(m.temporaries_bytes));
+    if (!m.peak_op.empty()) line("peak reached during", m.peak_op);
+    out += "\nop categories (device time)\n";
+    out += fmt::format("  {:<20} {:>7} {:>12} {:>8}\n", "category", "count", "time", "share");
+    for (const auto& s : r.op_stats) {
+        out += fmt::format("  {:<20} {:>7} {:>12} {:>7.1f}%\n", s.category, s.count, format_seconds(s.time_s),
+                           100.0 * s.fraction);
+    }
+    out += "\nresources\n";
+    for (const auto& res : r.resources) {
+        out += fmt::format("  {:<20} busy {:>12}  {:5.1f}%\n", res.name, format_seconds(res.busy_s),
+                           100.0 * res.utilization);
+    }
+    return out;
+}
+
+std::string format_json(const RunReport& r) {
+    nlohmann::ordered_json j;
+    j["schema"] = "podsim.report/v1";
+    j["name"] = r.name;
+    j["model"] = r.model;
+    j["topology"] = r.topology;
+    j["slice"] = r.slice;
+    j["slices"] = r.slices;
+    j["mesh"] = r.mesh;
+    j["framework"] = r.framework;
+    j["async_collectives"] = r.async_collectives;
+    j["chips"] = r.chips;
+    j["params"] = r.params;
+    j["step_time_s"] = r.step_time_s;
+    j["tokens_per_step"] = r.tokens_per_step;
+    j["tokens_per_s"] = r.tokens_per_s;
+    j["model_flops_per_step"] = r.model_flops_per_step;
+    j["hardware_flops_per_step"] = r.hardware_flops_per_step;
+    j["peak_flops_per_chip"] = r.peak_flops_per_chip;
+    j["mfu"] = r.mfu;
+    j["hfu"] = r.hfu;
+    j["mfu_convention"] = r.mfu_convention;
+    const auto& m = r.memory;
+    j["memory"] = {{"peak_bytes", m.peak_bytes},
+                   {"capacity_bytes", m.capacity_bytes},
+                   {"fits", m.fits},
+                   {"overflow_bytes", m.overflow_bytes},
+                   {"params_bytes", m.params_bytes},
+                   {"grads_bytes", m.grads_bytes},
+                   {"optimizer_bytes", m.optimizer_bytes},
+                   {"activations_bytes", m.activations_bytes},
+                   {"gathered_weights_bytes", m.gathered_weights_bytes},
+                   {"collective_buffers_bytes", m.collective_buffers_bytes},
+                   {"temporaries_bytes", m.temporaries_bytes},
+                   {"peak_op", m.peak_op},
+                   {"peak_time_s", m.peak_time_s}};
+    j["breakdown_s"] = {{"compute", r.compute_s},
+                        {"exposed_communication", r.exposed_communication_s},
+                        {"host", r.host_s},
+                        {"idle", r.idle_s}};
+    j["communication_s"] = {{"total", r.communication_s},
+                            {"overlapped", r.overlapped_communication_s},
+                            {"exposed", r.exposed_communication_s}};
+    j["phase_s"] = {{"forward", r.forward_s},
+                    {"backward", r.backward_s},
+                    {"recompute", r.recompute_s},
+                    {"optimizer", r.optimizer_s}};
+    auto stats = nlohmann::ordered_json::array();
+    for (const auto& s : r.op_stats) {
+        stats.push_back({{"category", s.category}, {"count", s.count}, {"time_s", s.time_s}, {"fraction", s.fraction}});
+    }
+    j["op_stats"] = stats;
+    auto resources = nlohmann::ordered_json::array();
+    for (const auto& res : r.resources) {
+        resources.push_back({{"name", res.name}, {"busy_s", res.busy_s}, {"utilization", res.utilization}});
+    }
+    j["resources"] = resources;
+    j["simulation"] = {{"ops", r.ops}, {"events", r.events}};
+    return j.dump(2) + "\n";
+}
+
+std::string chrome_trace(const std::string& name, const parallel::DeviceProgram& program,
+                         const scheduler::Timeline& timeline, const memory::MemoryProfile& memory) {
+    auto us = [](core::Time t) { return static_cast<double>(t) / static_cast<double>(core::kMicrosecond); };
+    auto events = nlohmann::json::array();
+    events.push_back({{"ph", "M"}, {"pid", 1}, {"name", "process_name"}, {"args", {{"name", "podsim: " + name}}}});
+    for (std::size_t r = 0; r < program.resources.size(); ++r) {
+        events.push_back({{"ph", "M"},
+                          {"pid", 1},
+                          {"tid", r},
+                          {"name", "thread_name"},
+                          {"args", {{"name", program.resources[r].name}}}});
+        events.push_back(
+            {{"ph", "M"}, {"pid", 1}, {"tid", r}, {"name", "thread_sort_index"}, {"args", {{"sort_index", r}}}});
+    }
+    for (std::size_t i = 0; i < program.ops.size(); ++i) {
+        const auto& op = program.ops[i];
+        const auto& span = timeline.spans[i];
+        nlohmann::json args = {{"phase", workload::phase_name(op.phase)}, {"layer", op.layer},
+                               {"microbatch", op.microbatch}};
+        if (parallel::is_collective(op.category)) {
+            args["bytes"] = op.collective_bytes;
+        } else if (op.category != parallel::OpCategory::host) {
+            args["flops"] = op.flops;
+            args["hbm_bytes"] = op.bytes;
+        }
+        events.push_back({{"ph", "X"},
+                          {"pid", 1},
+                          {"tid", op.resource},
+                          {"name", op.name},
+                          {"cat", std::string(parallel::category_name(op.category))},
+                          {"ts", us(span.start)},
+                          {"dur", us(span.end - span.start)},
+                          {"args", args}});
+    }
+    for (const auto& s : memory.samples) {
+        events.push_back({{"ph", "C"}, {"pid", 1}, {"name", "HBM live bytes"}, {"ts", us(s.time)},
+                          {"args", {{"bytes", s.live_bytes}}}});
+    }
+    nlohmann::json trace = {{"traceEvents", events}, {"displayTimeUnit", "ms"}};
+    return trace.dump() + "\n";
+}
+
+}  // namespace podsim::report

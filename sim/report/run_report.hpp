@@ -1,0 +1,81 @@
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace podsim::report {
+
+struct CategoryStat {
+    std::string category;
+    long count = 0;
+    double time_s = 0.0;
+    double fraction = 0.0;  // of all device-op time (as XProf's HLO op stats count it)
+};
+
+struct ResourceStat {
+    std::string name;
+    double busy_s = 0.0;
+    double utilization = 0.0;  // busy / step
+};
+
+struct MemoryReport {
+    double peak_bytes = 0.0;
+    double capacity_bytes = 0.0;
+    bool fits = true;
+    double overflow_bytes = 0.0;
+    double params_bytes = 0.0;
+    double grads_bytes = 0.0;
+    double optimizer_bytes = 0.0;
+    double activations_bytes = 0.0;
+    double gathered_weights_bytes = 0.0;
+    double collective_buffers_bytes = 0.0;
+    double temporaries_bytes = 0.0;
+    std::string peak_op;
+    double peak_time_s = 0.0;
+};
+
+// Everything `podsim run` reports (schema podsim.report/v1, DESIGN.md §5).
+struct RunReport {
+    std::string name;
+    std::string model;
+    std::string topology;
+    std::string slice;
+    int slices = 1;
+    std::string mesh;
+    std::string framework;
+    bool async_collectives = false;
+    long chips = 0;
+    long long params = 0;
+
+    double step_time_s = 0.0;
+    double tokens_per_step = 0.0;
+    double tokens_per_s = 0.0;
+    double model_flops_per_step = 0.0;
+    double hardware_flops_per_step = 0.0;
+    double peak_flops_per_chip = 0.0;
+    double mfu = 0.0;
+    double hfu = 0.0;
+    std::string mfu_convention;
+
+    MemoryReport memory;
+
+    // Where the step went: these four add up to step_time_s.
+    double compute_s = 0.0;
+    double exposed_communication_s = 0.0;
+    double host_s = 0.0;
+    double idle_s = 0.0;
+    double communication_s = 0.0;             // union of all collective time
+    double overlapped_communication_s = 0.0;  // of which hidden under compute
+
+    double forward_s = 0.0;
+    double backward_s = 0.0;
+    double recompute_s = 0.0;
+    double optimizer_s = 0.0;
+
+    std::vector<CategoryStat> op_stats;
+    std::vector<ResourceStat> resources;
+    long ops = 0;
+    unsigned long long events = 0;
+};
+
+}  // namespace podsim::report

@@ -1,0 +1,80 @@
+#include "run/simulate.hpp"
+
+#include <fmt/format.h>
+
+#include "core/diagnostics.hpp"
+#include "parallel/partition.hpp"
+#include "report/build_report.hpp"
+#include "scheduler/scheduler.hpp"
+#include "workload/lower.hpp"
+
+namespace podsim::run {
+
+std::vector<SemanticError> semantic_errors(const RunSpec& spec) {
+    std::vector<SemanticError> errors;
+    const auto& m = spec.model;
+    const auto& t = spec.training;
+    const long data = spec.mesh.size_of("data");
+    const long fsdp = spec.mesh.size_of("fsdp");
+    const long tensor = spec.mesh.size_of("tensor");
+    const long batch_shards = data * fsdp;
+    if (t.microbatches <= 0 || t.global_batch % t.microbatches != 0) {
+        errors.push_back({"training.microbatches", fmt::format("{} does not divide the global batch {}",
+                                                               t.microbatches, t.global_batch)});
+    } else if ((t.global_batch / t.microbatches) % batch_shards != 0) {
+        errors.push_back({"training.global_batch",
+                          fmt::format("the batch of each microbatch ({}) is split over the data-parallel axes "
+                                      "(data x fsdp = {}) and must be divisible by it",
+                                      t.global_batch / t.microbatches, batch_shards)});
+    }
+    if (tensor > 1) {
+        if (m.heads % tensor != 0) {
+            errors.push_back({"mesh.tensor", fmt::format("model.heads ({}) is not divisible by the tensor axis ({})",
+                                                         m.heads, tensor)});
+        }
+        if (m.kv_heads % tensor != 0 && tensor % m.kv_heads != 0) {
+            errors.push_back({"mesh.tensor", fmt::format("model.kv_heads ({}) is not divisible by the tensor axis "
+                                                         "({}), nor the axis by it",
+                                                         m.kv_heads, tensor)});
+        }
+        if (m.d_ff % tensor != 0) {
+            errors.push_back({"mesh.tensor", fmt::format("model.d_ff ({}) is not divisible by the tensor axis ({})",
+                                                         m.d_ff, tensor)});
+        }
+    }
+    if (spec.mesh.dcn_size() != spec.slices) {
+        errors.push_back({"mesh.dcn", fmt::format("the DCN axes hold {} slices but slices is {}",
+                                                  spec.mesh.dcn_size(), spec.slices)});
+    }
+    if (spec.mesh.ici_size() == spec.slice.chips()) {
+        auto mapping = network::map_mesh_axes(spec.topology, spec.slice, spec.mesh);
+        if (auto* error = std::get_if<std::string>(&mapping)) errors.push_back({"mesh", *error});
+    }
+    return errors;
+}
+
+Simulation simulate(const RunSpec& spec) {
+    Simulation sim;
+    auto mapping = network::map_mesh_axes(spec.topology, spec.slice, spec.mesh);
+    if (auto* error = std::get_if<std::string>(&mapping)) {
+        core::Diagnostics d;
+        d.error({spec.source, 0, 0}, "mesh", *error);
+        throw core::UserError(d);
+    }
+    sim.mapping = std::get<std::vector<network::AxisMapping>>(std::move(mapping));
+
+    workload::OpGraph graph = workload::lower_training_step(spec.model, spec.training);
+    sim.program = parallel::partition(
+        parallel::PartitionInput{graph, spec.training, spec.mesh, sim.mapping, spec.runtime});
+    cost::CostModel model(cost::CostContext{spec.topology, spec.runtime, spec.calibration, spec.training.dtype});
+    sim.costs = model.cost_all(sim.program);
+    sim.timeline = scheduler::schedule(sim.program, sim.costs, spec.runtime);
+    sim.memory = memory::profile_memory(sim.program, sim.timeline, spec.topology.chip.hbm_capacity);
+    sim.report = report::build_report(report::ReportInput{spec.name, spec.model, spec.training, spec.runtime,
+                                                          spec.topology, spec.slice, spec.slices, spec.mesh,
+                                                          spec.mfu_attention, sim.program, sim.costs, sim.timeline,
+                                                          sim.memory});
+    return sim;
+}
+
+}  // namespace podsim::run

@@ -1,0 +1,40 @@
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "cost/cost_model.hpp"
+#include "memory/memory_profile.hpp"
+#include "network/axis_mapping.hpp"
+#include "parallel/device_program.hpp"
+#include "report/run_report.hpp"
+#include "run/run_spec.hpp"
+#include "scheduler/timeline.hpp"
+
+namespace podsim::run {
+
+// Every stage's output, so that each can be dumped and tested on its own (DESIGN.md §2).
+struct Simulation {
+    std::vector<network::AxisMapping> mapping;
+    parallel::DeviceProgram program;
+    std::vector<cost::OpCost> costs;
+    scheduler::Timeline timeline;
+    memory::MemoryProfile memory;
+    report::RunReport report;
+};
+
+// Runs the whole pipeline on a validated spec. Pure: no I/O, no global state, safe to call from
+// many threads at once. A spec that config loading accepted never fails here; a mesh that cannot
+// be placed (only reachable by building specs by hand) throws core::UserError.
+Simulation simulate(const RunSpec& spec);
+
+struct SemanticError {
+    std::string key_path;  // where in the run config the problem shows, e.g. "training.global_batch"
+    std::string message;
+};
+
+// Checks that config loading cannot express in the schema alone: the mesh against the slice, and
+// every sharded dimension against its axis. Empty when the spec can be simulated.
+std::vector<SemanticError> semantic_errors(const RunSpec& spec);
+
+}  // namespace podsim::run

@@ -1,0 +1,439 @@
+#include "workload/lower.hpp"
+
+#include <fmt/format.h>
+
+#include "core/assert.hpp"
+
+namespace podsim::workload {
+namespace {
+
+using I = std::int64_t;
+
+Extent none(I n) { return Extent{n, Shard::none}; }
+Extent batch(I n) { return Extent{n, Shard::batch}; }
+Extent tensor(I n) { return Extent{n, Shard::tensor}; }
+
+// Builds the graph; remembers, for each forward op, the op that last produced its output
+// (the forward op itself, or its recompute copy) so that backward ops depend on the right one.
+class Lowering {
+public:
+    Lowering(const ModelSpec& model, const TrainingSpec& training)
+        : m_(model), t_(training), a_(static_cast<int>(core::dtype_bytes(training.dtype))),
+          p_(static_cast<int>(core::dtype_bytes(training.param_dtype))) {
+        PODSIM_ASSERT(training.microbatches > 0 && training.global_batch % training.microbatches == 0,
+                      "microbatches must divide the batch (validated by config)");
+        B_ = training.global_batch / training.microbatches;
+        S_ = model.tokens_per_sample(training.seq_len);
+        T_ = B_ * S_;
+    }
+
+    OpGraph run() {
+        make_param_groups();
+        g_.layers = m_.layers;
+        g_.tokens_per_microbatch = T_;
+        int x = embedding_forward();
+        std::vector<int> layer_inputs;
+        for (int l = 0; l < m_.layers; ++l) {
+            layer_inputs.push_back(x);
+            x = layer_forward(l, x);
+        }
+        int grad = head_forward_and_backward(x);
+        for (int l = m_.layers - 1; l >= 0; --l) grad = layer_backward(l, grad);
+        embedding_backward(grad);
+        optimizer();
+        return std::move(g_);
+    }
+
+private:
+    struct Forward {
+        int index;           // in the graph
+        int producer;        // what the backward reads its inputs from
+        std::vector<int> inputs;  // forward indices of the ops it reads
+    };
+
+    int embedding_group() const { return 0; }
+    int layer_group(int l) const { return 1 + l; }
+    int head_group() const { return 1 + m_.layers; }
+
+    void make_param_groups() {
+        ParamCount c = count_params(m_);
+        const I d = m_.d_model;
+        ParamGroup embed{"embedding", -1, c.embedding, false, {}};
+        if (m_.is_vit()) {
+            embed.matrices.push_back({static_cast<I>(m_.channels) * m_.patch_size * m_.patch_size, d});
+        } else {
+            embed.matrices.push_back({m_.vocab, d});
+            if (m_.position == PositionEmbedding::learned) embed.matrices.push_back({m_.max_positions, d});
+        }
+        g_.param_groups.push_back(embed);
+        for (int l = 0; l < m_.layers; ++l) {
+            ParamGroup layer{fmt::format("layer{}", l), l, c.per_layer, true, {}};
+            layer.matrices = {{d, m_.attention_width() + 2 * m_.kv_width()},
+                              {m_.attention_width(), d},
+                              {d, (m_.gated() ? 2 : 1) * static_cast<I>(m_.d_ff)},
+                              {m_.d_ff, d}};
+            g_.param_groups.push_back(layer);
+        }
+        ParamGroup head{"head", -1, c.head, false, {}};
+        if (m_.is_vit()) head.matrices.push_back({d, m_.num_classes});
+        if (!m_.is_vit() && !m_.tied_embeddings) head.matrices.push_back({d, m_.vocab});
+        g_.param_groups.push_back(head);
+    }
+
+    void set_producer(int forward_index, int producer) {
+        auto i = static_cast<std::size_t>(forward_index);
+        if (producer_.size() <= i) producer_.resize(i + 1, -1);
+        producer_[i] = producer;
+    }
+
+    int add(Op op, std::initializer_list<int> deps) {
+        int index = g_.add_op(std::move(op));
+        for (int d : deps) {
+            if (d >= 0) g_.add_edge(d, index);
+        }
+        return index;
+    }
+
+    Tensor act(std::initializer_list<Extent> e) const { return Tensor::of(e, a_); }
+
+    Op fusion(std::string name, int layer, std::vector<Tensor> reads, std::vector<Tensor> writes) const {
+        Op op;
+        op.name = std::move(name);
+        op.kind = OpKind::fusion;
+        op.layer = layer;
+        op.reads = std::move(reads);
+        op.writes = std::move(writes);
+        return op;
+    }
+
+    // out[m, n] = in[m, k] x W[k, n]; W read in the compute dtype.
+    Op weight_matmul(std::string name, int layer, int group, Extent m, Extent k, Extent n) const {
+        Op op;
+        op.name = std::move(name);
+        op.kind = OpKind::matmul;
+        op.layer = layer;
+        op.param_group = group;
+        op.matmul.m = m;
+        op.matmul.n = n;
+        op.matmul.k = k;
+        op.reads = {act({m, k}), act({k, n})};
+        op.writes = {act({m, n})};
+        return op;
+    }
+
+    // Per-head batched matmul of attention: [B, H] x (m x k) . (k x n).
+    Op attention_matmul(std::string name, int layer, Extent m, Extent k, Extent n, I kv_heads) const {
+        Op op;
+        op.name = std::move(name);
+        op.kind = OpKind::matmul;
+        op.layer = layer;
+        op.attention_internal = true;
+        op.matmul.batch = {batch(B_), tensor(m_.heads)};
+        op.matmul.m = m;
+        op.matmul.n = n;
+        op.matmul.k = k;
+        op.reads = {act({batch(B_), tensor(m_.heads), m, k}), act({batch(B_), tensor(kv_heads), k, n})};
+        op.writes = {act({batch(B_), tensor(m_.heads), m, n})};
+        return op;
+    }
+
+    int forward(Op op, std::initializer_list<int> inputs) {
+        op.phase = Phase::forward;
+        int index = add(std::move(op), inputs);
+        forwards_.push_back(Forward{index, index, std::vector<int>(inputs)});
+        return index;
+    }
+
+    int embedding_forward() {
+        const I d = m_.d_model;
+        if (m_.is_vit()) {
+            I patch_in = static_cast<I>(m_.channels) * m_.patch_size * m_.patch_size;
+            Op patch = weight_matmul("patch_embed", -1, embedding_group(),
+                                     batch(B_ * m_.patches()), none(patch_in), none(d));
+            patch.kept_for_backward = true;
+            int p = forward(std::move(patch), {});
+            Op add_pos = fusion("embed_cls_pos", -1, {act({batch(B_ * m_.patches()), none(d)}), act({none(S_), none(d)})},
+                                {act({batch(T_), none(d)})});
+            add_pos.param_group = embedding_group();
+            add_pos.kept_for_backward = true;
+            return forward(std::move(add_pos), {p});
+        }
+        // Gather rows of the token table (and add learned positions).
+        std::vector<Tensor> reads = {act({batch(T_), none(d)})};
+        if (m_.position == PositionEmbedding::learned) reads.push_back(act({none(S_), none(d)}));
+        Op embed = fusion("embed", -1, std::move(reads), {act({batch(T_), none(d)})});
+        embed.param_group = embedding_group();
+        embed.kept_for_backward = true;
+        return forward(std::move(embed), {});
+    }
+
+    int layer_forward(int l, int x) {
+        const I d = m_.d_model;
+        const I qkv_width = m_.attention_width() + 2 * m_.kv_width();
+        const Extent T = batch(T_);
+        const std::string p = fmt::format("layer{}.", l);
+        const int group = layer_group(l);
+        std::size_t first = forwards_.size();
+
+        Op ln1 = fusion(p + "norm1", l, {act({T, none(d)})}, {act({T, none(d)})});
+        ln1.param_group = group;
+        int n1 = forward(std::move(ln1), {x});
+        int qkv = forward(weight_matmul(p + "qkv", l, group, T, none(d), tensor(qkv_width)), {n1});
+        int scores = forward(attention_matmul(p + "attn_scores", l, none(S_), none(m_.head_dim), none(S_),
+                                              m_.kv_heads),
+                             {qkv});
+        Op softmax_op = fusion(p + "softmax", l, {act({batch(B_), tensor(m_.heads), none(S_), none(S_)})},
+                               {act({batch(B_), tensor(m_.heads), none(S_), none(S_)})});
+        softmax_op.attention_internal = true;
+        int softmax = forward(std::move(softmax_op), {scores});
+        int context = forward(attention_matmul(p + "attn_context", l, none(S_), none(S_), none(m_.head_dim),
+                                               m_.kv_heads),
+                              {softmax, qkv});
+        Op out = weight_matmul(p + "attn_out", l, group, T, tensor(m_.attention_width()), none(d));
+        out.reads.push_back(act({T, none(d)}));  // residual add fused into the output
+        int attn_out = forward(std::move(out), {context, x});
+
+        int mlp_in = n1;
+        if (!m_.parallel_block) {
+            Op ln2 = fusion(p + "norm2", l, {act({T, none(d)})}, {act({T, none(d)})});
+            ln2.param_group = group;
+            mlp_in = forward(std::move(ln2), {attn_out});
+        }
+        const I up_width = (m_.gated() ? 2 : 1) * static_cast<I>(m_.d_ff);
+        Op up = weight_matmul(p + "mlp_up", l, group, T, none(d), tensor(up_width));
+        up.writes = {act({T, tensor(m_.d_ff)})};  // activation (and gate product) fused in
+        int mlp_up = forward(std::move(up), {mlp_in});
+        Op down = weight_matmul(p + "mlp_down", l, group, T, tensor(m_.d_ff), none(d));
+        down.reads.push_back(act({T, none(d)}));  // residual
+        int out_index = forward(std::move(down), {mlp_up, attn_out});
+
+        // What stays in HBM until this layer's backward (DESIGN.md §3, remat policies).
+        for (std::size_t i = first; i < forwards_.size(); ++i) {
+            Op& op = g_.op(forwards_[i].index);
+            bool is_output = forwards_[i].index == out_index;
+            switch (t_.remat) {
+                case Remat::none: op.kept_for_backward = true; break;
+                case Remat::full: op.kept_for_backward = is_output; break;
+                case Remat::save_dots: op.kept_for_backward = op.kind == OpKind::matmul; break;
+                case Remat::attention: op.kept_for_backward = !op.attention_internal; break;
+            }
+        }
+        layer_ranges_.push_back({first, forwards_.size()});
+        return out_index;
+    }
+
+    bool recomputed(const Op& op) const {
+        switch (t_.remat) {
+            case Remat::none: return false;
+            case Remat::full: return true;
+            case Remat::save_dots: return op.kind != OpKind::matmul;
+            case Remat::attention: return op.attention_internal;
+        }
+        return false;
+    }
+
+    // Loss and LM head / classifier: their backward follows their forward at once.
+    int head_forward_and_backward(int x) {
+        const I d = m_.d_model;
+        const int group = head_group();
+        if (m_.is_vit()) {
+            Op norm = fusion("final_norm", -1, {act({batch(B_), none(d)})}, {act({batch(B_), none(d)})});
+            norm.param_group = group;
+            norm.kept_for_backward = true;
+            int n = forward(std::move(norm), {x});
+            Op head = weight_matmul("classifier", -1, group, batch(B_), none(d), none(m_.num_classes));
+            head.kept_for_backward = true;
+            int h = forward(std::move(head), {n});
+            Op loss = fusion("loss", -1, {Tensor::of({batch(B_), none(m_.num_classes)}, 4)},
+                             {Tensor::of({batch(B_), none(m_.num_classes)}, 4)});
+            int lo = forward(std::move(loss), {h});
+            int grad = backward_of(forwards_.size() - 1, lo);
+            grad = backward_of(forwards_.size() - 2, grad);
+            return backward_of(forwards_.size() - 3, grad);
+        }
+        Op norm = fusion("final_norm", -1, {act({batch(T_), none(d)})}, {act({batch(T_), none(d)})});
+        norm.param_group = group;
+        norm.kept_for_backward = true;
+        int n = forward(std::move(norm), {x});
+        int lm_group = m_.tied_embeddings ? embedding_group() : group;
+        Op head = weight_matmul("lm_head", -1, lm_group, batch(T_), none(d), none(m_.vocab));
+        head.kept_for_backward = true;
+        int h = forward(std::move(head), {n});
+        // Softmax cross-entropy over the vocabulary, in fp32; its backward writes dlogits.
+        Op loss = fusion("loss", -1, {act({batch(T_), none(m_.vocab)})}, {Tensor::of({batch(T_)}, 4)});
+        int lo = forward(std::move(loss), {h});
+        int grad = backward_of(forwards_.size() - 1, lo);
+        grad = backward_of(forwards_.size() - 2, grad);
+        return backward_of(forwards_.size() - 3, grad);
+    }
+
+    int layer_backward(int l, int grad) {
+        auto [first, last] = layer_ranges_[static_cast<std::size_t>(l)];
+        // Recompute (remat) before the layer's backward, in forward order.
+        int previous = grad;
+        for (std::size_t i = first; i < last; ++i) {
+            Forward& f = forwards_[i];
+            const Op& original = g_.op(f.index);
+            if (!recomputed(original)) continue;
+            Op copy = original;
+            copy.name = original.name + ".remat";
+            copy.phase = Phase::recompute;
+            copy.kept_for_backward = false;
+            int index = add(std::move(copy), {previous});
+            for (int input : f.inputs) {
+                if (input >= 0) g_.add_edge(producer_of(input), index);
+            }
+            f.producer = index;
+            set_producer(f.index, index);
+            previous = index;
+        }
+        int g = grad;
+        for (std::size_t i = last; i-- > first;) g = backward_of(i, g, previous == grad ? -1 : previous);
+        return g;
+    }
+
+    int producer_of(int forward_index) const {
+        auto i = static_cast<std::size_t>(forward_index);
+        return i < producer_.size() && producer_[i] >= 0 ? producer_[i] : forward_index;
+    }
+
+    // Emits the backward of forwards_[i] given the op producing its output gradient; returns the op
+    // producing its input gradient.
+    int backward_of(std::size_t i, int grad, int after = -1) {
+        const Forward f = forwards_[i];
+        const Op fwd = g_.op(f.index);
+        auto deps_with = [&](Op op) {
+            op.phase = Phase::backward;
+            op.kept_for_backward = false;
+            int index = add(std::move(op), {grad, f.producer, after});
+            for (int input : f.inputs) {
+                if (input >= 0) g_.add_edge(producer_of(input), index);
+            }
+            return index;
+        };
+        if (fwd.kind == OpKind::matmul) {
+            const MatmulShape& s = fwd.matmul;
+            bool has_weight = fwd.param_group >= 0;
+            Op dgrad;
+            dgrad.name = fwd.name + (has_weight ? ".dgrad" : ".grad_lhs");
+            dgrad.kind = OpKind::matmul;
+            dgrad.layer = fwd.layer;
+            dgrad.param_group = fwd.param_group;
+            dgrad.attention_internal = fwd.attention_internal;
+            dgrad.matmul = {s.batch, s.m, s.k, s.n};
+            dgrad.reads = {fwd.writes[0], fwd.reads[1]};
+            dgrad.writes = {fwd.reads[0]};
+            Op wgrad = dgrad;
+            wgrad.name = fwd.name + (has_weight ? ".wgrad" : ".grad_rhs");
+            wgrad.matmul = {s.batch, s.k, s.n, s.m};
+            wgrad.reads = {fwd.reads[0], fwd.writes[0]};
+            Tensor w = fwd.reads[1];
+            if (has_weight) w.element_bytes = p_;  // weight gradients accumulate in the param dtype
+            wgrad.writes = {w};
+            int wg = deps_with(std::move(wgrad));
+            (void)wg;
+            // The patch embedding has no input gradient to pass on.
+            if (fwd.name == "patch_embed") return grad;
+            return deps_with(std::move(dgrad));
+        }
+        Op b;
+        b.name = fwd.name + ".bwd";
+        b.kind = OpKind::fusion;
+        b.layer = fwd.layer;
+        b.param_group = fwd.param_group;
+        b.attention_internal = fwd.attention_internal;
+        b.reads = fwd.reads;
+        b.reads.insert(b.reads.end(), fwd.writes.begin(), fwd.writes.end());
+        b.writes = fwd.reads;
+        if (fwd.name == "embed") {
+            // Scatter-add of row gradients into a dense table gradient.
+            b.writes = {Tensor::of({none(m_.vocab), none(m_.d_model)}, p_)};
+        }
+        if (fwd.name == "loss") {
+            b.reads = fwd.reads;
+            b.writes = fwd.reads;  // dlogits
+        }
+        return deps_with(std::move(b));
+    }
+
+    void embedding_backward(int grad) {
+        if (m_.is_vit()) {
+            int g = backward_of(1, grad);
+            backward_of(0, g);
+            return;
+        }
+        backward_of(0, grad);
+    }
+
+    void optimizer() {
+        for (std::size_t gi = 0; gi < g_.param_groups.size(); ++gi) {
+            const ParamGroup& group = g_.param_groups[gi];
+            Extent P{group.params, Shard::param};
+            Tensor params = Tensor::of({P}, p_);
+            Tensor grads = Tensor::of({P}, p_);
+            Op op;
+            op.name = fmt::format("{}.update", group.name);
+            op.kind = OpKind::optimizer;
+            op.phase = Phase::optimizer;
+            op.layer = group.layer;
+            op.param_group = static_cast<int>(gi);
+            switch (t_.optimizer) {
+                case Optimizer::adam:
+                case Optimizer::adamw:
+                    op.reads = {params, grads, params, params};  // p, g, m, v
+                    op.writes = {params, params, params};
+                    break;
+                case Optimizer::adafactor:
+                    // Two passes over the gradient (factored row/column statistics, then the update);
+                    // the factored second moment itself is negligible traffic.
+                    op.reads = {params, grads, grads};
+                    op.writes = {params};
+                    break;
+                case Optimizer::sgd:
+                    op.reads = {params, grads, params};  // p, g, momentum
+                    op.writes = {params, params};
+                    break;
+            }
+            add(std::move(op), {});
+        }
+    }
+
+    const ModelSpec& m_;
+    const TrainingSpec& t_;
+    int a_;  // activation bytes per element
+    int p_;  // parameter bytes per element
+    I B_ = 0, S_ = 0, T_ = 0;
+    OpGraph g_;
+    std::vector<Forward> forwards_;
+    std::vector<std::pair<std::size_t, std::size_t>> layer_ranges_;
+    std::vector<int> producer_;  // graph index of a forward op -> op holding its output now
+};
+
+}  // namespace
+
+OpGraph lower_training_step(const ModelSpec& model, const TrainingSpec& training) {
+    return Lowering(model, training).run();
+}
+
+double optimizer_state_bytes(const ParamGroup& group, Optimizer optimizer, core::DType param_dtype) {
+    const double bytes = static_cast<double>(core::dtype_bytes(param_dtype));
+    switch (optimizer) {
+        case Optimizer::adam:
+        case Optimizer::adamw: return 2.0 * static_cast<double>(group.params) * bytes;
+        case Optimizer::sgd: return static_cast<double>(group.params) * bytes;
+        case Optimizer::adafactor: {
+            // Shazeer & Stern 2018: a row and a column statistic per matrix, full for vectors.
+            std::int64_t in_matrices = 0;
+            double state = 0.0;
+            for (auto [rows, cols] : group.matrices) {
+                in_matrices += rows * cols;
+                state += static_cast<double>(rows + cols);
+            }
+            state += static_cast<double>(std::max<std::int64_t>(0, group.params - in_matrices));
+            return state * bytes;
+        }
+    }
+    return 0.0;
+}
+
+}  // namespace podsim::workload

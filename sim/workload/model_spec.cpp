@@ -1,0 +1,62 @@
+#include "workload/model_spec.hpp"
+
+namespace podsim::workload {
+
+std::string_view family_name(ModelFamily family) {
+    switch (family) {
+        case ModelFamily::gpt2: return "gpt2";
+        case ModelFamily::decoder: return "decoder";
+        case ModelFamily::encoder: return "encoder";
+        case ModelFamily::vit: return "vit";
+    }
+    return "?";
+}
+
+std::string_view activation_name(Activation activation) {
+    switch (activation) {
+        case Activation::gelu: return "gelu";
+        case Activation::relu: return "relu";
+        case Activation::swiglu: return "swiglu";
+        case Activation::geglu: return "geglu";
+    }
+    return "?";
+}
+
+std::string_view position_name(PositionEmbedding position) {
+    switch (position) {
+        case PositionEmbedding::learned: return "learned";
+        case PositionEmbedding::rope: return "rope";
+        case PositionEmbedding::relative: return "relative";
+        case PositionEmbedding::none: return "none";
+    }
+    return "?";
+}
+
+ParamCount count_params(const ModelSpec& m) {
+    using I = std::int64_t;
+    const I d = m.d_model;
+    const I ff = m.d_ff;
+    const I q = m.attention_width();
+    const I kv = m.kv_width();
+    const I b = m.bias ? 1 : 0;
+    ParamCount c;
+    I attention = d * q + 2 * d * kv + q * d + b * (q + 2 * kv + d);
+    I mlp = (m.gated() ? 3 : 2) * d * ff + b * ((m.gated() ? 2 : 1) * ff + d);
+    I norm = d + b * d;  // scale, and a shift when the model has biases (LayerNorm vs RMSNorm)
+    I norms = (m.parallel_block ? 1 : 2) * norm;
+    c.per_layer = attention + mlp + norms;
+    if (m.position == PositionEmbedding::relative) c.per_layer += 32 * m.heads;  // T5 buckets
+    if (m.is_vit()) {
+        I patch_in = static_cast<I>(m.channels) * m.patch_size * m.patch_size;
+        c.embedding = patch_in * d + d /*patch bias*/ + d /*class token*/ + static_cast<I>(m.patches() + 1) * d;
+        c.head = norm + d * m.num_classes + m.num_classes;
+    } else {
+        c.embedding = m.vocab * d;
+        if (m.position == PositionEmbedding::learned) c.embedding += static_cast<I>(m.max_positions) * d;
+        c.head = norm + (m.tied_embeddings ? 0 : d * m.vocab);
+    }
+    c.total = c.embedding + c.per_layer * m.layers + c.head;
+    return c;
+}
+
+}  // namespace podsim::workload

@@ -1,0 +1,58 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace podsim::workload {
+
+enum class ModelFamily { gpt2, decoder, encoder, vit };
+enum class Activation { gelu, relu, swiglu, geglu };
+enum class PositionEmbedding { learned, rope, relative, none };
+
+// A transformer architecture (schema podsim.model/v1). Sizes are elements, not bytes.
+struct ModelSpec {
+    std::string name;
+    ModelFamily family = ModelFamily::gpt2;
+    int layers = 0;
+    int d_model = 0;
+    int heads = 0;
+    int head_dim = 0;  // d_model / heads unless given
+    int kv_heads = 0;  // heads unless given: 1 = multi-query, in between = grouped-query
+    int d_ff = 0;      // 4 * d_model unless given
+    Activation activation = Activation::gelu;
+    std::int64_t vocab = 0;
+    int max_positions = 0;
+    bool tied_embeddings = true;
+    bool bias = true;
+    bool parallel_block = false;  // attention and MLP side by side on one norm (PaLM)
+    PositionEmbedding position = PositionEmbedding::learned;
+    // vit only
+    int image_size = 0;
+    int patch_size = 0;
+    int channels = 3;
+    int num_classes = 0;
+
+    bool gated() const { return activation == Activation::swiglu || activation == Activation::geglu; }
+    bool is_vit() const { return family == ModelFamily::vit; }
+    bool causal() const { return family == ModelFamily::gpt2 || family == ModelFamily::decoder; }
+    int patches() const { return is_vit() ? (image_size / patch_size) * (image_size / patch_size) : 0; }
+    // Tokens per sample: seq_len for text, patches + class token for ViT.
+    int tokens_per_sample(int seq_len) const { return is_vit() ? patches() + 1 : seq_len; }
+    std::int64_t attention_width() const { return static_cast<std::int64_t>(heads) * head_dim; }
+    std::int64_t kv_width() const { return static_cast<std::int64_t>(kv_heads) * head_dim; }
+};
+
+std::string_view family_name(ModelFamily family);
+std::string_view activation_name(Activation activation);
+std::string_view position_name(PositionEmbedding position);
+
+// Trainable parameters, counted as Hugging Face's num_parameters() counts them (tied tables once).
+struct ParamCount {
+    std::int64_t embedding = 0;  // token/patch embedding, positions, class token
+    std::int64_t per_layer = 0;
+    std::int64_t head = 0;  // final norm, untied LM head or classifier
+    std::int64_t total = 0;
+};
+ParamCount count_params(const ModelSpec& model);
+
+}  // namespace podsim::workload

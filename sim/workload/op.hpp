@@ -1,0 +1,61 @@
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace podsim::workload {
+
+// How a tensor dimension is split across chips; the parallel module turns it into a divisor.
+enum class Shard : std::uint8_t {
+    none,
+    batch,   // over every data-parallel axis (data, fsdp, dcn data)
+    tensor,  // over the tensor axis (heads, MLP width)
+    param,   // parameters and their state: over fsdp and tensor
+};
+
+struct Extent {
+    std::int64_t size = 1;
+    Shard shard = Shard::none;
+};
+
+struct Tensor {
+    std::array<Extent, 4> dims{};
+    int rank = 0;
+    int element_bytes = 2;
+
+    static Tensor of(std::initializer_list<Extent> extents, int element_bytes);
+};
+
+enum class OpKind : std::uint8_t {
+    matmul,     // a dot fusion: matmul with fused elementwise prologue/epilogue
+    fusion,     // loop or reduction fusion: memory-bound elementwise work
+    optimizer,  // parameter update, memory-bound
+};
+
+enum class Phase : std::uint8_t { forward, backward, recompute, optimizer };
+
+// C[batch..., m, n] = A[batch..., m, k] x B[batch..., k, n]; FLOPs = 2 * batch * m * n * k.
+struct MatmulShape {
+    std::array<Extent, 2> batch{};
+    Extent m, n, k;
+};
+
+// One fused op as XLA would emit it, for the whole (unsharded) step of one microbatch.
+struct Op {
+    std::string name;
+    OpKind kind = OpKind::fusion;
+    Phase phase = Phase::forward;
+    int layer = -1;         // transformer block, or -1
+    int param_group = -1;   // parameters this op reads (for FSDP gathers), or -1
+    bool attention_internal = false;  // scores, softmax, context: what remat=attention recomputes
+    bool kept_for_backward = false;   // output saved until the backward under the remat policy
+    MatmulShape matmul;               // when kind == matmul
+    std::vector<Tensor> reads;
+    std::vector<Tensor> writes;
+};
+
+const char* phase_name(Phase phase);
+
+}  // namespace podsim::workload

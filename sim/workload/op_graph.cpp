@@ -1,0 +1,91 @@
+#include "workload/op_graph.hpp"
+
+#include <boost/graph/adjacency_list.hpp>
+#include <boost/graph/topological_sort.hpp>
+
+#include "core/assert.hpp"
+
+namespace podsim::workload {
+
+struct OpGraph::Graph {
+    boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS> g;
+};
+
+OpGraph::OpGraph() : graph_(std::make_unique<Graph>()) {}
+OpGraph::~OpGraph() = default;
+OpGraph::OpGraph(const OpGraph& other)
+    : param_groups(other.param_groups),
+      layers(other.layers),
+      tokens_per_microbatch(other.tokens_per_microbatch),
+      ops_(other.ops_),
+      graph_(std::make_unique<Graph>(*other.graph_)) {}
+OpGraph& OpGraph::operator=(const OpGraph& other) {
+    if (this != &other) {
+        OpGraph copy(other);
+        *this = std::move(copy);
+    }
+    return *this;
+}
+OpGraph::OpGraph(OpGraph&&) noexcept = default;
+OpGraph& OpGraph::operator=(OpGraph&&) noexcept = default;
+
+int OpGraph::add_op(Op op) {
+    ops_.push_back(std::move(op));
+    auto v = boost::add_vertex(graph_->g);
+    PODSIM_ASSERT(static_cast<std::size_t>(v) + 1 == ops_.size(), "vertex and op indices diverged");
+    return static_cast<int>(v);
+}
+
+void OpGraph::add_edge(int from, int to) {
+    PODSIM_ASSERT(from >= 0 && to >= 0 && from != to, "bad op edge");
+    if (boost::edge(static_cast<std::size_t>(from), static_cast<std::size_t>(to), graph_->g).second) return;
+    boost::add_edge(static_cast<std::size_t>(from), static_cast<std::size_t>(to), graph_->g);
+}
+
+std::vector<int> OpGraph::predecessors(int index) const {
+    std::vector<int> out;
+    auto [begin, end] = boost::in_edges(static_cast<std::size_t>(index), graph_->g);
+    for (auto it = begin; it != end; ++it) out.push_back(static_cast<int>(boost::source(*it, graph_->g)));
+    return out;
+}
+
+std::size_t OpGraph::edge_count() const { return boost::num_edges(graph_->g); }
+
+std::vector<int> OpGraph::topological_order() const {
+    // boost::topological_sort proves acyclicity (it throws not_a_dag); the returned order is then
+    // rebuilt as the stable order Kahn's algorithm gives with a min-index ready set.
+    std::vector<std::size_t> reverse_order;
+    try {
+        boost::topological_sort(graph_->g, std::back_inserter(reverse_order));
+    } catch (const boost::not_a_dag&) {
+        PODSIM_ASSERT(false, "op graph has a cycle");
+    }
+    std::vector<int> pending(ops_.size(), 0);
+    for (std::size_t v = 0; v < ops_.size(); ++v) {
+        pending[v] = static_cast<int>(boost::in_degree(v, graph_->g));
+    }
+    std::vector<int> order;
+    order.reserve(ops_.size());
+    std::vector<std::size_t> ready;
+    for (std::size_t v = 0; v < ops_.size(); ++v) {
+        if (pending[v] == 0) ready.push_back(v);
+    }
+    // ready kept sorted descending so that back() is the smallest index.
+    std::sort(ready.rbegin(), ready.rend());
+    while (!ready.empty()) {
+        std::size_t v = ready.back();
+        ready.pop_back();
+        order.push_back(static_cast<int>(v));
+        auto [begin, end] = boost::out_edges(v, graph_->g);
+        for (auto it = begin; it != end; ++it) {
+            std::size_t w = boost::target(*it, graph_->g);
+            if (--pending[w] == 0) {
+                ready.insert(std::upper_bound(ready.begin(), ready.end(), w, std::greater<>()), w);
+            }
+        }
+    }
+    PODSIM_ASSERT(order.size() == ops_.size(), "topological order incomplete");
+    return order;
+}
+
+}  // namespace podsim::workload

@@ -1,0 +1,57 @@
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "workload/op.hpp"
+
+namespace podsim::workload {
+
+// Parameters that are gathered, reduced and updated together (one FSDP unit).
+struct ParamGroup {
+    std::string name;
+    int layer = -1;
+    std::int64_t params = 0;
+    bool tensor_sharded = false;  // split over the tensor axis (transformer blocks)
+    // Matrix shapes (rows, cols), for Adafactor's factored second moment.
+    std::vector<std::pair<std::int64_t, std::int64_t>> matrices;
+};
+
+// The ops of one training step (one microbatch's forward and backward, then the optimizer) as a
+// DAG on a Boost.Graph adjacency list. Edges are data dependencies.
+class OpGraph {
+public:
+    OpGraph();
+    ~OpGraph();
+    OpGraph(const OpGraph& other);
+    OpGraph& operator=(const OpGraph& other);
+    OpGraph(OpGraph&&) noexcept;
+    OpGraph& operator=(OpGraph&&) noexcept;
+
+    int add_op(Op op);
+    void add_edge(int from, int to);
+
+    std::size_t size() const { return ops_.size(); }
+    const Op& op(int index) const { return ops_[static_cast<std::size_t>(index)]; }
+    Op& op(int index) { return ops_[static_cast<std::size_t>(index)]; }
+    const std::vector<Op>& ops() const { return ops_; }
+    std::vector<int> predecessors(int index) const;
+    std::size_t edge_count() const;
+
+    // Ops in an order where every op follows its inputs; ties keep insertion order, which is the
+    // order XLA's sequential schedule would run them. Asserts that the graph is acyclic.
+    std::vector<int> topological_order() const;
+
+    std::vector<ParamGroup> param_groups;
+    int layers = 0;
+    std::int64_t tokens_per_microbatch = 0;  // global, all chips
+
+private:
+    struct Graph;
+    std::vector<Op> ops_;
+    std::unique_ptr<Graph> graph_;
+};
+
+}  // namespace podsim::workload

@@ -1,0 +1,91 @@
+#include <doctest/doctest.h>
+
+#include "config/load.hpp"
+#include "cost/cost_model.hpp"
+#include "scheduler/scheduler.hpp"
+#include "support.hpp"
+
+using namespace podsim;
+using parallel::DeviceOp;
+using parallel::OpCategory;
+
+TEST_CASE("matmul roofline with MXU padding") {
+    auto v4 = config::load_topology_file(test::source_path("topologies/tpu-v4.yaml"));
+    parallel::RuntimeSpec runtime;
+    cost::Calibration cal = cost::Calibration::defaults();
+    cal.mxu_efficiency_jax = 0.5;
+    cal.op_overhead = 0.0;
+    cost::CostModel model(cost::CostContext{v4, runtime, cal, core::DType::bf16});
+    parallel::DeviceProgram program;
+
+    DeviceOp big;
+    big.category = OpCategory::matmul;
+    big.mm_m = big.mm_n = big.mm_k = 4096;
+    big.flops = 2.0 * 4096 * 4096 * 4096;  // 1.374e11
+    big.bytes = 3.0 * 4096 * 4096 * 2;       // two inputs and the output in bf16
+    auto c = model.cost(big, program);
+    // Compute-bound: 1.374e11 / (275e12 * 0.5) = 9.995e-4 s; memory 1.0e8 / (1.2e12 * 0.85) = 9.9e-5 s.
+    CHECK(c.seconds == doctest::Approx(2.0 * 4096.0 * 4096 * 4096 / (275e12 * 0.5)));
+    CHECK_FALSE(c.memory_bound);
+
+    // A 48-wide contraction is padded to the 128-wide MXU: it costs 128/48 of its FLOPs.
+    DeviceOp narrow = big;
+    narrow.mm_k = 48;
+    narrow.flops = 2.0 * 4096 * 4096 * 48;
+    narrow.bytes = 0;
+    auto n = model.cost(narrow, program);
+    CHECK(n.padded_flops == doctest::Approx(narrow.flops * 128 / 48));
+
+    // A fusion is memory-bound: bytes / (1.2e12 * 0.85).
+    DeviceOp fusion;
+    fusion.category = OpCategory::fusion;
+    fusion.bytes = 1.02e9;
+    CHECK(model.cost(fusion, program).seconds == doctest::Approx(1.02e9 / (1.2e12 * 0.85)));
+}
+
+namespace {
+// compute A (1 ms) -> all-gather C (2 ms); compute B (1 ms) independent; compute D (1 ms) needs C.
+parallel::DeviceProgram small_program() {
+    parallel::DeviceProgram p;
+    p.resources = {{"compute", parallel::ResourceKind::compute, -1}, {"ici:fsdp", parallel::ResourceKind::ici, 0}};
+    p.comm_axes = {{"fsdp", parallel::ResourceKind::ici, 4, {}}};
+    DeviceOp a, b, c, d;
+    a.name = "A";
+    a.category = OpCategory::matmul;
+    c.name = "C";
+    c.category = OpCategory::all_gather;
+    c.resource = 1;
+    c.comm_axis = 0;
+    c.deps = {0};
+    b.name = "B";
+    b.category = OpCategory::matmul;
+    d.name = "D";
+    d.category = OpCategory::matmul;
+    d.deps = {1};
+    p.ops = {a, c, b, d};
+    return p;
+}
+std::vector<cost::OpCost> durations(std::vector<double> seconds) {
+    std::vector<cost::OpCost> out;
+    for (double s : seconds) out.push_back(cost::OpCost{s, 0, 0, 0, false});
+    return out;
+}
+}  // namespace
+
+TEST_CASE("async collectives overlap compute; synchronous ones block it") {
+    auto program = small_program();
+    auto costs = durations({1e-3, 2e-3, 1e-3, 1e-3});
+    parallel::RuntimeSpec async;
+    async.async_collectives = true;
+    auto t = scheduler::schedule(program, costs, async);
+    // A 0-1, C 1-3 overlapping B 1-2, D 3-4.
+    CHECK(t.spans[2].start == core::kMillisecond);
+    CHECK(t.step_time == 4 * core::kMillisecond);
+
+    parallel::RuntimeSpec sync;
+    sync.async_collectives = false;
+    auto s = scheduler::schedule(program, costs, sync);
+    // B waits for C: A 0-1, C 1-3, B 3-4, D 4-5.
+    CHECK(s.spans[2].start == 3 * core::kMillisecond);
+    CHECK(s.step_time == 5 * core::kMillisecond);
+}
