@@ -3,8 +3,8 @@
 #include <fstream>
 #include <iostream>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include "config/load.hpp"
 #include "config/schema.hpp"
@@ -24,8 +24,9 @@ std::string resolve_config(const std::string& given) {
     auto fallback = config::default_config_path();
     if (!fallback) {
         core::Diagnostics d;
-        d.error({"configs/default.yaml", 0, 0}, "",
-                "no config given and no configs/default.yaml found (set PODSIM_HOME to the podsim directory)");
+        d.error(
+            {"configs/default.yaml", 0, 0}, "",
+            "no config given and no configs/default.yaml found (set PODSIM_HOME to the podsim directory)");
         throw core::UserError(d);
     }
     return fallback->string();
@@ -37,7 +38,8 @@ std::string dump_mapping(const run::Simulation& sim) {
     for (const auto& axis : sim.mapping) {
         out += fmt::format("  {:<8} size {:<5}", axis.axis, axis.size);
         for (const auto& p : axis.parts) {
-            out += fmt::format(" {}:{} stride {} {}", names[p.dim], p.size, p.stride, p.wraps ? "ring" : "line");
+            out +=
+                fmt::format(" {}:{} stride {} {}", names[p.dim], p.size, p.stride, p.wraps ? "ring" : "line");
         }
         out += "\n";
     }
@@ -45,8 +47,8 @@ std::string dump_mapping(const run::Simulation& sim) {
 }
 
 std::string dump_program(const run::Simulation& sim) {
-    std::string out = fmt::format("{:>5}  {:<12} {:<10} {:<44} {:>12} {:>12} {:>10}  deps\n", "op", "resource",
-                                  "phase", "name", "flops", "bytes", "time");
+    std::string out = fmt::format("{:>5}  {:<12} {:<10} {:<44} {:>12} {:>12} {:>10}  deps\n", "op",
+                                  "resource", "phase", "name", "flops", "bytes", "time");
     for (std::size_t i = 0; i < sim.program.ops.size(); ++i) {
         const auto& op = sim.program.ops[i];
         std::string deps;
@@ -65,7 +67,8 @@ std::string dump_timeline(const run::Simulation& sim) {
     std::vector<int> order(sim.program.ops.size());
     for (std::size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
     std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
-        return sim.timeline.spans[static_cast<std::size_t>(a)].start < sim.timeline.spans[static_cast<std::size_t>(b)].start;
+        return sim.timeline.spans[static_cast<std::size_t>(a)].start <
+               sim.timeline.spans[static_cast<std::size_t>(b)].start;
     });
     for (int i : order) {
         const auto& s = sim.timeline.spans[static_cast<std::size_t>(i)];
@@ -110,8 +113,8 @@ int command_check(const std::vector<std::string>& paths) {
     for (const auto& path : paths) {
         try {
             run::RunSpec spec = config::load_run_file(path);
-            std::cout << fmt::format("{}: ok ({} on {} {}, mesh {})\n", path, spec.model.name, spec.topology.name,
-                                     spec.slice.to_string(), spec.mesh.to_string());
+            std::cout << fmt::format("{}: ok ({} on {} {}, mesh {})\n", path, spec.model.name,
+                                     spec.topology.name, spec.slice.to_string(), spec.mesh.to_string());
         } catch (const core::UserError& e) {
             all.append(e.diagnostics());
         }
@@ -139,7 +142,8 @@ int main(int argc, char** argv) {
     app.set_version_flag("--version", "podsim 0.1.0");
 
     std::string run_config, format = "table", trace_path, dump;
-    auto* run_cmd = app.add_subcommand("run", "simulate one step of a run config (default: configs/default.yaml)");
+    auto* run_cmd =
+        app.add_subcommand("run", "simulate one step of a run config (default: configs/default.yaml)");
     run_cmd->add_option("config", run_config, "run config (podsim.run/v1)");
     run_cmd->add_option("--format", format, "table or json")->check(CLI::IsMember({"table", "json"}));
     run_cmd->add_option("--trace", trace_path, "write a Chrome trace (Perfetto) of the predicted step");
@@ -151,7 +155,8 @@ int main(int argc, char** argv) {
     check_cmd->add_option("configs", check_paths, "run configs")->required();
 
     std::string explain_what = "run";
-    auto* explain_cmd = app.add_subcommand("explain", "list every key of a schema with type, unit, default, help");
+    auto* explain_cmd =
+        app.add_subcommand("explain", "list every key of a schema with type, unit, default, help");
     explain_cmd->add_option("what", explain_what, "run, model, topology or calibration")
         ->check(CLI::IsMember(podsim::config::explainable()));
 
@@ -178,7 +183,8 @@ int main(int argc, char** argv) {
         if (*validate_cmd) return command_validate(suite_dir, suite_format);
     } catch (const podsim::core::UserError& e) {
         std::cerr << e.diagnostics().to_string();
-        std::cerr << fmt::format("podsim: {} error{}\n", e.diagnostics().size(), e.diagnostics().size() == 1 ? "" : "s");
+        std::cerr << fmt::format("podsim: {} error{}\n", e.diagnostics().size(),
+                                 e.diagnostics().size() == 1 ? "" : "s");
         return kUserErrorExit;
     }
     return 0;

@@ -8,19 +8,24 @@ namespace {
 double kind_factor(CollectiveKind kind, bool all_rings) {
     switch (kind) {
         case CollectiveKind::all_gather:
-        case CollectiveKind::reduce_scatter: return 1.0;
-        case CollectiveKind::all_reduce: return 2.0;
+        case CollectiveKind::reduce_scatter:
+            return 1.0;
+        case CollectiveKind::all_reduce:
+            return 2.0;
         // Bisection argument: on a ring each byte travels a quarter of the way around on average.
-        case CollectiveKind::all_to_all: return all_rings ? 0.25 : 0.5;
-        case CollectiveKind::collective_permute: return 1.0;
+        case CollectiveKind::all_to_all:
+            return all_rings ? 0.25 : 0.5;
+        case CollectiveKind::collective_permute:
+            return 1.0;
     }
     return 1.0;
 }
 
 }  // namespace
 
-CollectiveTiming closed_form_ici(CollectiveKind kind, double bytes, const std::vector<network::AxisDimPart>& parts,
-                                 double link_bandwidth, double hop_latency) {
+CollectiveTiming closed_form_ici(CollectiveKind kind, double bytes,
+                                 const std::vector<network::AxisDimPart>& parts, double link_bandwidth,
+                                 double hop_latency) {
     CollectiveTiming t;
     long n = 1;
     for (const auto& p : parts) n *= p.size;

@@ -24,8 +24,9 @@ struct CollectiveTiming {
 //   k dimensions used concurrently:           bandwidths add (the book's "divided by k")
 //   reduce-scatter = all-gather, all-reduce = 2 x all-gather, all-to-all = all-gather / 4 on rings
 // `link_bandwidth` is one direction of one link, already scaled by any efficiency.
-CollectiveTiming closed_form_ici(CollectiveKind kind, double bytes, const std::vector<network::AxisDimPart>& parts,
-                                 double link_bandwidth, double hop_latency);
+CollectiveTiming closed_form_ici(CollectiveKind kind, double bytes,
+                                 const std::vector<network::AxisDimPart>& parts, double link_bandwidth,
+                                 double hop_latency);
 
 // Across slices over the data-center network: a ring over `slices` in which each chip exchanges its
 // own share (`bytes` is the full array as above, per chip) at `bandwidth_per_chip`.

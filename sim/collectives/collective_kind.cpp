@@ -4,11 +4,16 @@ namespace podsim::collectives {
 
 std::string_view collective_name(CollectiveKind kind) {
     switch (kind) {
-        case CollectiveKind::all_gather: return "all-gather";
-        case CollectiveKind::reduce_scatter: return "reduce-scatter";
-        case CollectiveKind::all_reduce: return "all-reduce";
-        case CollectiveKind::all_to_all: return "all-to-all";
-        case CollectiveKind::collective_permute: return "collective-permute";
+        case CollectiveKind::all_gather:
+            return "all-gather";
+        case CollectiveKind::reduce_scatter:
+            return "reduce-scatter";
+        case CollectiveKind::all_reduce:
+            return "all-reduce";
+        case CollectiveKind::all_to_all:
+            return "all-to-all";
+        case CollectiveKind::collective_permute:
+            return "collective-permute";
     }
     return "?";
 }

@@ -30,7 +30,8 @@ void add_ancestors(std::vector<fs::path>& roots, fs::path dir) {
     std::error_code ec;
     dir = fs::weakly_canonical(dir, ec);
     for (int depth = 0; depth < 8 && !dir.empty(); ++depth) {
-        if (is_data_root(dir) && std::find(roots.begin(), roots.end(), dir) == roots.end()) roots.push_back(dir);
+        if (is_data_root(dir) && std::find(roots.begin(), roots.end(), dir) == roots.end())
+            roots.push_back(dir);
         if (dir == dir.parent_path()) break;
         dir = dir.parent_path();
     }
@@ -75,16 +76,18 @@ std::optional<fs::path> resolve_reference(const MapReader& r, const std::string&
         if (fs::is_regular_file(p, ec)) return p;
         if (known.empty()) known = yaml_stems(root / kind);
     }
-    std::string message = fmt::format("unknown {} '{}': no {}/{}.yaml", kind == "models" ? "model" : "topology",
-                                      *value, kind, *value);
-    if (auto hint = core::closest_match(*value, known)) message += fmt::format(" (did you mean '{}'?)", *hint);
+    std::string message = fmt::format("unknown {} '{}': no {}/{}.yaml",
+                                      kind == "models" ? "model" : "topology", *value, kind, *value);
+    if (auto hint = core::closest_match(*value, known))
+        message += fmt::format(" (did you mean '{}'?)", *hint);
     r.error(key, message);
     return std::nullopt;
 }
 
 void check_schema(const MapReader& r, const std::string& expected) {
     auto schema = r.string("schema", true);
-    if (schema && *schema != expected) r.error("schema", fmt::format("expected '{}', found '{}'", expected, *schema));
+    if (schema && *schema != expected)
+        r.error("schema", fmt::format("expected '{}', found '{}'", expected, *schema));
 }
 
 // ---------------------------------------------------------------- model
@@ -131,8 +134,9 @@ workload::ModelSpec parse_model(const YAML::Node& node, const std::string& file,
         }
     } else {
         for (const char* key : {"image_size", "patch_size", "channels", "num_classes"}) {
-            if (r.has(key)) r.error(key, fmt::format("only ViT models take {} (family is {})", key,
-                                                     workload::family_name(m.family)));
+            if (r.has(key))
+                r.error(key, fmt::format("only ViT models take {} (family is {})", key,
+                                         workload::family_name(m.family)));
         }
         m.vocab = r.integer("vocab", true).value_or(0);
         bool learned = m.position == workload::PositionEmbedding::learned;
@@ -141,8 +145,9 @@ workload::ModelSpec parse_model(const YAML::Node& node, const std::string& file,
     if (m.heads > 0 && m.d_model > 0) {
         if (m.head_dim == 0) {
             if (m.d_model % m.heads != 0) {
-                r.error("heads", fmt::format("heads ({}) does not divide d_model ({}); give head_dim explicitly",
-                                             m.heads, m.d_model));
+                r.error("heads",
+                        fmt::format("heads ({}) does not divide d_model ({}); give head_dim explicitly",
+                                    m.heads, m.d_model));
             } else {
                 m.head_dim = m.d_model / m.heads;
             }
@@ -158,8 +163,8 @@ workload::ModelSpec parse_model(const YAML::Node& node, const std::string& file,
 
 // ---------------------------------------------------------------- topology
 
-hardware::TopologySpec parse_topology(const YAML::Node& node, const std::string& file, const std::string& path,
-                                      Diagnostics& d) {
+hardware::TopologySpec parse_topology(const YAML::Node& node, const std::string& file,
+                                      const std::string& path, Diagnostics& d) {
     hardware::TopologySpec t;
     MapReader r(node, file, path, d, keys_under(topology_schema(), ""));
     if (!r.ok()) return t;
@@ -191,8 +196,10 @@ hardware::TopologySpec parse_topology(const YAML::Node& node, const std::string&
         }
         t.chip.hbm_capacity = chip.quantity("hbm_capacity", Dimension::bytes, true).value_or(0);
         t.chip.hbm_bandwidth = chip.quantity("hbm_bandwidth", Dimension::bandwidth, true).value_or(0);
-        if (chip.has("hbm_capacity") && t.chip.hbm_capacity <= 0) chip.error("hbm_capacity", "must be positive");
-        if (chip.has("hbm_bandwidth") && t.chip.hbm_bandwidth <= 0) chip.error("hbm_bandwidth", "must be positive");
+        if (chip.has("hbm_capacity") && t.chip.hbm_capacity <= 0)
+            chip.error("hbm_capacity", "must be positive");
+        if (chip.has("hbm_bandwidth") && t.chip.hbm_bandwidth <= 0)
+            chip.error("hbm_bandwidth", "must be positive");
         t.chip.mxu_tile = static_cast<int>(chip.integer("mxu_tile", false).value_or(128));
         t.chip.tensorcores = static_cast<int>(chip.integer("tensorcores", false).value_or(1));
         chip.quantity("clock", Dimension::frequency, false);
@@ -205,7 +212,8 @@ hardware::TopologySpec parse_topology(const YAML::Node& node, const std::string&
         t.ici.dims = static_cast<int>(ici.integer("dims", false).value_or(3));
         if (t.ici.dims > 4) ici.error("dims", "at most 4 torus dimensions");
         t.ici.link_bandwidth = ici.quantity("link_bandwidth", Dimension::bandwidth, true).value_or(0);
-        if (ici.has("link_bandwidth") && t.ici.link_bandwidth <= 0) ici.error("link_bandwidth", "must be positive");
+        if (ici.has("link_bandwidth") && t.ici.link_bandwidth <= 0)
+            ici.error("link_bandwidth", "must be positive");
         t.ici.hop_latency = ici.quantity("hop_latency", Dimension::time, true).value_or(0);
         if (auto w = ici.choice("wraparound", {"always", "none", "whole_cubes_of_4", "length_16"}, false)) {
             t.ici.wraparound = static_cast<hardware::WraparoundRule>(*w);
@@ -229,7 +237,8 @@ hardware::TopologySpec parse_topology(const YAML::Node& node, const std::string&
     }
     if (r.has("dcn")) {
         MapReader dcn(r.raw("dcn"), file, sub("dcn"), d, keys_under(topology_schema(), "dcn"));
-        t.dcn.bandwidth_per_chip = dcn.quantity("bandwidth_per_chip", Dimension::bandwidth, false).value_or(0);
+        t.dcn.bandwidth_per_chip =
+            dcn.quantity("bandwidth_per_chip", Dimension::bandwidth, false).value_or(0);
         t.dcn.latency = dcn.quantity("latency", Dimension::time, false).value_or(0);
     }
     return t;
@@ -248,7 +257,8 @@ std::vector<AxisEntry> parse_axes(const YAML::Node& node, const std::string& fil
     std::vector<AxisEntry> axes;
     if (node.IsNull() || !node.IsDefined()) return axes;
     if (!node.IsMap()) {
-        d.error(detail::location_of(node, file), path, "expected a mapping of axis names to sizes, e.g. {fsdp: 4}");
+        d.error(detail::location_of(node, file), path,
+                "expected a mapping of axis names to sizes, e.g. {fsdp: 4}");
         return axes;
     }
     for (auto it = node.begin(); it != node.end(); ++it) {
@@ -256,12 +266,14 @@ std::vector<AxisEntry> parse_axes(const YAML::Node& node, const std::string& fil
         std::string key_path = path + "." + name;
         if (std::find(kRunAxisNames.begin(), kRunAxisNames.end(), name) == kRunAxisNames.end()) {
             std::string message = fmt::format("unknown mesh axis '{}': axes are data, fsdp and tensor", name);
-            if (auto hint = core::closest_match(name, kRunAxisNames)) message += fmt::format(" (did you mean '{}'?)", *hint);
+            if (auto hint = core::closest_match(name, kRunAxisNames))
+                message += fmt::format(" (did you mean '{}'?)", *hint);
             d.error(detail::location_of(it->first, file), key_path, message);
             continue;
         }
         for (const auto& seen : axes) {
-            if (seen.name == name) d.error(detail::location_of(it->first, file), key_path, "axis given twice");
+            if (seen.name == name)
+                d.error(detail::location_of(it->first, file), key_path, "axis given twice");
         }
         AxisEntry entry{name, std::nullopt, detail::location_of(it->second, file)};
         if (it->second.IsScalar() && it->second.Scalar() == "auto") {
@@ -298,7 +310,8 @@ std::vector<network::MeshAxis> resolve_axes(const std::vector<AxisEntry>& entrie
         if (!e.size) {
             if (known <= 0 || total % known != 0) {
                 d.error(e.location, path + "." + e.name,
-                        fmt::format("auto cannot fill {} {}: the other axes ({}) do not divide it", total, what, known));
+                        fmt::format("auto cannot fill {} {}: the other axes ({}) do not divide it", total,
+                                    what, known));
                 return {};
             }
             size = static_cast<int>(total / known);
@@ -306,8 +319,7 @@ std::vector<network::MeshAxis> resolve_axes(const std::vector<AxisEntry>& entrie
         axes.push_back(network::MeshAxis{e.name, size});
     }
     if (autos == 0 && known != total) {
-        d.error(where, path,
-                fmt::format("mesh product is {} but there are {} {}", known, total, what));
+        d.error(where, path, fmt::format("mesh product is {} but there are {} {}", known, total, what));
     }
     return axes;
 }
@@ -336,7 +348,8 @@ void parse_mesh(const MapReader& run, run::RunSpec& spec, Diagnostics& d) {
     }
     const long chips = spec.slice.chips();
     const YAML::Node& mesh_map = node;
-    bool long_form = mesh_map["ici"].IsDefined() || mesh_map["dcn"].IsDefined() || mesh_map["mapping"].IsDefined();
+    bool long_form =
+        mesh_map["ici"].IsDefined() || mesh_map["dcn"].IsDefined() || mesh_map["mapping"].IsDefined();
     std::vector<AxisEntry> ici, dcn;
     core::SourceLocation ici_where = detail::location_of(node, file);
     if (long_form) {
@@ -348,12 +361,15 @@ void parse_mesh(const MapReader& run, run::RunSpec& spec, Diagnostics& d) {
         if (mesh.has("mapping")) {
             YAML::Node mapping = mesh.raw("mapping");
             if (!mapping.IsMap()) {
-                mesh.error("mapping", "expected a mapping of axis names to lists of torus dimensions, e.g. {tensor: [z]}");
+                mesh.error(
+                    "mapping",
+                    "expected a mapping of axis names to lists of torus dimensions, e.g. {tensor: [z]}");
             } else {
                 for (auto it = mapping.begin(); it != mapping.end(); ++it) {
                     std::string axis = it->first.as<std::string>("");
                     std::string key_path = "mesh.mapping." + axis;
-                    bool declared = std::any_of(ici.begin(), ici.end(), [&](const AxisEntry& e) { return e.name == axis; });
+                    bool declared = std::any_of(ici.begin(), ici.end(),
+                                                [&](const AxisEntry& e) { return e.name == axis; });
                     if (!declared) {
                         d.error(detail::location_of(it->first, file), key_path, "not an axis of mesh.ici");
                         continue;
@@ -364,7 +380,8 @@ void parse_mesh(const MapReader& run, run::RunSpec& spec, Diagnostics& d) {
                     for (const auto& item : list) {
                         int dim = parse_dimension_name(item);
                         if (dim < 0) {
-                            d.error(detail::location_of(item, file), key_path, "torus dimensions are x, y, z (or 0, 1, 2)");
+                            d.error(detail::location_of(item, file), key_path,
+                                    "torus dimensions are x, y, z (or 0, 1, 2)");
                         } else {
                             dims.push_back(dim);
                         }
@@ -416,14 +433,16 @@ cost::Calibration parse_calibration(const YAML::Node& node, const std::string& f
         Diagnostics local;
         YAML::Node root = detail::load_yaml_file(p.string(), local);
         if (!local.empty()) {
-            d.error(detail::location_of(node, file), path, fmt::format("cannot load calibration file {}", p.string()));
+            d.error(detail::location_of(node, file), path,
+                    fmt::format("cannot load calibration file {}", p.string()));
             d.append(local);
             return calibration;
         }
         MapReader r(root, p.string(), "", d, {"schema", "name", "source", "notes", "parameters", "fit"});
         if (!r.ok()) return calibration;
         check_schema(r, "podsim.calibration/v1");
-        if (r.has("parameters")) apply_calibration_entries(r.raw("parameters"), p.string(), "parameters", calibration, d);
+        if (r.has("parameters"))
+            apply_calibration_entries(r.raw("parameters"), p.string(), "parameters", calibration, d);
         return calibration;
     }
     apply_calibration_entries(node, file, path, calibration, d);
@@ -507,8 +526,8 @@ run::RunSpec parse_run(const YAML::Node& root, const std::string& file, const fs
         }
         bool text = model_ok && !spec.model.is_vit();
         spec.training.seq_len = static_cast<int>(t.integer("seq_len", text).value_or(0));
-        if (text && spec.model.position == workload::PositionEmbedding::learned && spec.training.seq_len > 0 &&
-            spec.training.seq_len > spec.model.max_positions) {
+        if (text && spec.model.position == workload::PositionEmbedding::learned &&
+            spec.training.seq_len > 0 && spec.training.seq_len > spec.model.max_positions) {
             t.error("seq_len", fmt::format("{} exceeds the model's max_positions ({})", spec.training.seq_len,
                                            spec.model.max_positions));
         }
@@ -632,7 +651,8 @@ hardware::TopologySpec load_topology(const std::string& name_or_path) {
     auto roots = data_roots(fs::current_path());
     if (!roots.empty()) known = yaml_stems(roots.front() / "topologies");
     std::string message = fmt::format("unknown topology '{}'", name_or_path);
-    if (auto hint = core::closest_match(name_or_path, known)) message += fmt::format(" (did you mean '{}'?)", *hint);
+    if (auto hint = core::closest_match(name_or_path, known))
+        message += fmt::format(" (did you mean '{}'?)", *hint);
     d.error({"--topology", 0, 0}, "", message);
     throw core::UserError(d);
 }
@@ -680,7 +700,8 @@ std::vector<ValidationCase> load_validation_suite(const std::string& directory) 
                 continue;
             }
             std::vector<std::string> names;
-            for (auto it = node.begin(); it != node.end(); ++it) names.push_back(it->first.as<std::string>(""));
+            for (auto it = node.begin(); it != node.end(); ++it)
+                names.push_back(it->first.as<std::string>(""));
             MapReader values(node, file, key, d, names);
             for (const auto& name : names) {
                 if (name == "derived") {

@@ -19,20 +19,24 @@ const std::vector<KeyDoc>& run_schema() {
         {"slice", "shape", "(required)", "physical shape of one slice in chips, e.g. 2x2x1 or 4x4x8"},
         {"slices", "int", "1", "slices joined over DCN"},
         {"mesh", "mapping", "(required)",
-         "logical axes: shorthand {fsdp: 4} for one slice, or {ici: {...}, dcn: {...}}; axis names data, fsdp, "
+         "logical axes: shorthand {fsdp: 4} for one slice, or {ici: {...}, dcn: {...}}; axis names data, "
+         "fsdp, "
          "tensor; one size per level may be auto"},
-        {"mesh.ici", "mapping", "(required in long form)", "axes inside a slice in order (last = most local); "
-                                                          "product = chips per slice"},
+        {"mesh.ici", "mapping", "(required in long form)",
+         "axes inside a slice in order (last = most local); "
+         "product = chips per slice"},
         {"mesh.dcn", "mapping", "{}", "axes across slices; product = slices (e.g. {data: 2})"},
         {"mesh.mapping", "mapping", "create_device_mesh",
          "explicit placement of ICI axes on torus dimensions, e.g. {tensor: [z], fsdp: [x, y]}"},
         {"training", "mapping", "(required)", "batch, sequence, dtypes, optimizer, remat"},
-        {"training.global_batch", "int", "(required unless per_chip_batch)", "sequences or images per optimizer step"},
+        {"training.global_batch", "int", "(required unless per_chip_batch)",
+         "sequences or images per optimizer step"},
         {"training.per_chip_batch", "int", "", "sets global_batch = per_chip_batch x chips"},
         {"training.seq_len", "int", "(required for text models)", "tokens per sequence"},
         {"training.microbatches", "int", "1", "gradient accumulation steps per optimizer step"},
         {"training.dtype", "enum bf16|fp16|fp32|fp8|int8", "bf16", "compute (activation) dtype"},
-        {"training.param_dtype", "enum bf16|fp16|fp32", "fp32", "master weights, gradients and optimizer state"},
+        {"training.param_dtype", "enum bf16|fp16|fp32", "fp32",
+         "master weights, gradients and optimizer state"},
         {"training.optimizer", "enum adam|adamw|adafactor|sgd", "adam", "optimizer (memory and update cost)"},
         {"training.remat", "enum none|full|save_dots|attention", "none", "rematerialisation policy"},
         {"runtime", "mapping", "{}", "how the framework runs the step"},
@@ -40,9 +44,11 @@ const std::vector<KeyDoc>& run_schema() {
         {"runtime.async_collectives", "bool", "jax: true, pytorch-xla: false",
          "collectives overlap compute (start/done pairs) or block it"},
         {"runtime.host_overhead", "time", "calibration host_overhead_<framework>", "host time per step"},
-        {"runtime.prefetch_depth", "int", "1", "FSDP all-gathers issued this many parameter groups ahead (async)"},
+        {"runtime.prefetch_depth", "int", "1",
+         "FSDP all-gathers issued this many parameter groups ahead (async)"},
         {"report", "mapping", "{}", "report options"},
-        {"report.mfu_attention", "bool", "false", "count attention FLOPs in MFU (PaLM appendix B convention)"},
+        {"report.mfu_attention", "bool", "false",
+         "count attention FLOPs in MFU (PaLM appendix B convention)"},
         {"calibration", "mapping | path", "{}",
          "overrides of cost-model parameters by name (see `podsim explain calibration`), or a "
          "podsim.calibration/v1 file"},
@@ -65,7 +71,8 @@ const std::vector<KeyDoc>& model_schema() {
         {"head_dim", "int", "d_model / heads", "size of one head"},
         {"kv_heads", "int", "heads", "key/value heads: 1 = multi-query, between 1 and heads = grouped-query"},
         {"d_ff", "int", "4 x d_model", "MLP width"},
-        {"activation", "enum gelu|relu|swiglu|geglu", "gelu", "MLP activation; gated ones have three matrices"},
+        {"activation", "enum gelu|relu|swiglu|geglu", "gelu",
+         "MLP activation; gated ones have three matrices"},
         {"vocab", "int", "(required for text)", "vocabulary size"},
         {"max_positions", "int", "(required with learned positions)", "positions of the learned table"},
         {"tied_embeddings", "bool", "true", "LM head shares the token embedding"},
@@ -120,7 +127,8 @@ const std::vector<KeyDoc>& validation_case_schema() {
         {"source", "string", "(required)", "where the measurement was published, down to the table"},
         {"notes", "string", "", "what was measured and how the config was derived"},
         {"run", "mapping", "(required)", "the podsim.run/v1 config of the measured run"},
-        {"measured", "mapping", "(required)", "measured values: step_time_s, mfu_6n, all_reduce_fraction, derived"},
+        {"measured", "mapping", "(required)",
+         "measured values: step_time_s, mfu_6n, all_reduce_fraction, derived"},
         {"tolerance", "mapping", "(required)", "step_time_rel, all_reduce_fraction_abs"},
         {"expected_miss", "string", "", "why the model misses this case today; the case then must miss"},
     };
@@ -133,7 +141,8 @@ std::vector<std::string> keys_under(const std::vector<KeyDoc>& schema, std::stri
         std::string_view p = key.path;
         if (prefix.empty()) {
             if (p.find('.') == std::string_view::npos) out.emplace_back(p);
-        } else if (p.size() > prefix.size() + 1 && p.substr(0, prefix.size()) == prefix && p[prefix.size()] == '.' &&
+        } else if (p.size() > prefix.size() + 1 && p.substr(0, prefix.size()) == prefix &&
+                   p[prefix.size()] == '.' &&
                    p.substr(prefix.size() + 1).find('.') == std::string_view::npos) {
             out.emplace_back(p.substr(prefix.size() + 1));
         }
@@ -141,7 +150,9 @@ std::vector<std::string> keys_under(const std::vector<KeyDoc>& schema, std::stri
     return out;
 }
 
-std::vector<std::string> explainable() { return {"run", "model", "topology", "calibration"}; }
+std::vector<std::string> explainable() {
+    return {"run", "model", "topology", "calibration"};
+}
 
 std::string explain(std::string_view what) {
     std::string out;
@@ -163,8 +174,9 @@ std::string explain(std::string_view what) {
     } else if (what == "calibration") {
         out += "cost-model parameters — override in a run config's `calibration:` block\n\n";
         for (const auto& p : cost::calibration_parameters()) {
-            std::string value = p.unit == cost::ParameterUnit::fraction ? fmt::format("{:g}", p.default_value)
-                                                                        : fmt::format("{:g} s", p.default_value);
+            std::string value = p.unit == cost::ParameterUnit::fraction
+                                    ? fmt::format("{:g}", p.default_value)
+                                    : fmt::format("{:g} s", p.default_value);
             out += fmt::format("  {:<28} {:<9} default: {}\n", p.name,
                                p.unit == cost::ParameterUnit::fraction ? "fraction" : "time", value);
             out += fmt::format("  {:<28} {}\n  {:<28} source: {}\n", "", p.help, "", p.source);

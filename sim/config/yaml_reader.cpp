@@ -18,11 +18,16 @@ constexpr std::uintmax_t kMaxConfigBytes = 16u << 20;  // no sane config is larg
 
 std::string kind_of(const YAML::Node& node) {
     switch (node.Type()) {
-        case YAML::NodeType::Map: return "a mapping";
-        case YAML::NodeType::Sequence: return "a list";
-        case YAML::NodeType::Scalar: return fmt::format("'{}'", node.Scalar());
-        case YAML::NodeType::Null: return "nothing";
-        default: return "an undefined value";
+        case YAML::NodeType::Map:
+            return "a mapping";
+        case YAML::NodeType::Sequence:
+            return "a list";
+        case YAML::NodeType::Scalar:
+            return fmt::format("'{}'", node.Scalar());
+        case YAML::NodeType::Null:
+            return "nothing";
+        default:
+            return "an undefined value";
     }
 }
 
@@ -44,7 +49,8 @@ core::SourceLocation location_of(const YAML::Node& node, const std::string& file
     return loc;
 }
 
-YAML::Node load_yaml_string(const std::string& text, const std::string& name, core::Diagnostics& diagnostics) {
+YAML::Node load_yaml_string(const std::string& text, const std::string& name,
+                            core::Diagnostics& diagnostics) {
     try {
         return YAML::Load(text);
     } catch (const YAML::Exception& e) {
@@ -69,7 +75,8 @@ YAML::Node load_yaml_file(const std::string& path, core::Diagnostics& diagnostic
     }
     auto size = std::filesystem::file_size(path, ec);
     if (!ec && size > kMaxConfigBytes) {
-        diagnostics.error({path, 0, 0}, "", fmt::format("file is {} bytes; configs are limited to 16 MiB", size));
+        diagnostics.error({path, 0, 0}, "",
+                          fmt::format("file is {} bytes; configs are limited to 16 MiB", size));
         return YAML::Node();
     }
     std::ifstream in(path, std::ios::binary);
@@ -91,12 +98,14 @@ MapReader::MapReader(YAML::Node node, std::string file, std::string path, core::
                      const std::vector<std::string>& allowed_keys)
     : node_(std::move(node)), file_(std::move(file)), path_(std::move(path)), diagnostics_(diagnostics) {
     if (!node_.IsMap()) {
-        diagnostics_.error(location_of(node_, file_), path_, fmt::format("expected a mapping, found {}", kind_of(node_)));
+        diagnostics_.error(location_of(node_, file_), path_,
+                           fmt::format("expected a mapping, found {}", kind_of(node_)));
         return;
     }
     ok_ = true;
     for (auto it = node_.begin(); it != node_.end(); ++it) {
-        const YAML::Node& key = it->first;
+        // A copy: the iterator yields a temporary pair, and a reference into it would dangle.
+        YAML::Node key = it->first;
         if (!key.IsScalar()) {
             diagnostics_.error(location_of(key, file_), path_, "keys must be plain names");
             continue;
@@ -131,7 +140,9 @@ YAML::Node MapReader::raw(const std::string& key) const {
     return value.IsDefined() ? value : YAML::Node();
 }
 
-std::string MapReader::path_of(const std::string& key) const { return join_path(path_, key); }
+std::string MapReader::path_of(const std::string& key) const {
+    return join_path(path_, key);
+}
 
 core::SourceLocation MapReader::location(const std::string& key) const {
     if (ok_) {
@@ -146,10 +157,12 @@ void MapReader::error(const std::string& key, const std::string& message) const 
     diagnostics_.error(location(key), path_of(key), message);
 }
 
-std::optional<long long> read_integer(const YAML::Node& node, const std::string& file, const std::string& path,
-                                      long long minimum, core::Diagnostics& diagnostics) {
+std::optional<long long> read_integer(const YAML::Node& node, const std::string& file,
+                                      const std::string& path, long long minimum,
+                                      core::Diagnostics& diagnostics) {
     if (!node.IsScalar()) {
-        diagnostics.error(location_of(node, file), path, fmt::format("expected a whole number, found {}", kind_of(node)));
+        diagnostics.error(location_of(node, file), path,
+                          fmt::format("expected a whole number, found {}", kind_of(node)));
         return std::nullopt;
     }
     const std::string& s = node.Scalar();
@@ -160,7 +173,8 @@ std::optional<long long> read_integer(const YAML::Node& node, const std::string&
         return std::nullopt;
     }
     if (ec != std::errc() || ptr != s.data() + s.size()) {
-        diagnostics.error(location_of(node, file), path, fmt::format("expected a whole number, found '{}'", s));
+        diagnostics.error(location_of(node, file), path,
+                          fmt::format("expected a whole number, found '{}'", s));
         return std::nullopt;
     }
     if (value < minimum) {
@@ -229,13 +243,15 @@ std::optional<double> read_quantity(const YAML::Node& node, const std::string& f
         return std::nullopt;
     }
     if (q.value < 0) {
-        diagnostics.error(location_of(value, file), path, fmt::format("must not be negative, found '{}'", value.Scalar()));
+        diagnostics.error(location_of(value, file), path,
+                          fmt::format("must not be negative, found '{}'", value.Scalar()));
         return std::nullopt;
     }
     return q.value;
 }
 
-std::optional<double> MapReader::quantity(const std::string& key, core::Dimension dimension, bool required) const {
+std::optional<double> MapReader::quantity(const std::string& key, core::Dimension dimension,
+                                          bool required) const {
     if (!has(key)) {
         if (required && ok_) error(key, "missing required key");
         return std::nullopt;
@@ -278,7 +294,8 @@ std::optional<std::size_t> MapReader::choice(const std::string& key, const std::
     std::string list;
     for (const auto& c : choices) list += (list.empty() ? "" : ", ") + c;
     std::string message = fmt::format("'{}' is not one of {}", *value, list);
-    if (auto hint = core::closest_match(*value, choices)) message += fmt::format(" (did you mean '{}'?)", *hint);
+    if (auto hint = core::closest_match(*value, choices))
+        message += fmt::format(" (did you mean '{}'?)", *hint);
     error(key, message);
     return std::nullopt;
 }

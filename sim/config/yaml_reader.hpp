@@ -24,7 +24,7 @@ YAML::Node load_yaml_string(const std::string& text, const std::string& name, co
 // A mapping being read: every access records mistakes instead of throwing, and unknown keys are
 // reported (with a suggestion) against the schema's keys under `prefix`.
 class MapReader {
-public:
+  public:
     MapReader(YAML::Node node, std::string file, std::string path, core::Diagnostics& diagnostics,
               const std::vector<std::string>& allowed_keys);
 
@@ -47,7 +47,7 @@ public:
     std::optional<std::size_t> choice(const std::string& key, const std::vector<std::string>& choices,
                                       bool required) const;
 
-private:
+  private:
     YAML::Node node_;
     std::string file_;
     std::string path_;
@@ -58,7 +58,8 @@ private:
 // Reads a scalar as a quantity (or a {value, source} mapping), reporting against `path`.
 std::optional<double> read_quantity(const YAML::Node& node, const std::string& file, const std::string& path,
                                     core::Dimension dimension, core::Diagnostics& diagnostics);
-std::optional<long long> read_integer(const YAML::Node& node, const std::string& file, const std::string& path,
-                                      long long minimum, core::Diagnostics& diagnostics);
+std::optional<long long> read_integer(const YAML::Node& node, const std::string& file,
+                                      const std::string& path, long long minimum,
+                                      core::Diagnostics& diagnostics);
 
 }  // namespace podsim::config::detail

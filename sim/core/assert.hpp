@@ -10,7 +10,7 @@ namespace podsim::core {
 
 }  // namespace podsim::core
 
-#define PODSIM_ASSERT(cond, msg)                                                 \
-    do {                                                                         \
-        if (!(cond)) ::podsim::core::panic((msg), __FILE__, __LINE__);           \
+#define PODSIM_ASSERT(cond, msg)                                       \
+    do {                                                               \
+        if (!(cond)) ::podsim::core::panic((msg), __FILE__, __LINE__); \
     } while (false)

@@ -1,5 +1,8 @@
 #include "core/diagnostics.hpp"
 
+#include <algorithm>
+#include <tuple>
+
 #include <fmt/format.h>
 
 namespace podsim::core {
@@ -28,8 +31,20 @@ std::string Diagnostics::to_string() const {
     return out;
 }
 
+void Diagnostics::sort_by_location() {
+    std::stable_sort(items_.begin(), items_.end(), [](const Diagnostic& a, const Diagnostic& b) {
+        return std::tie(a.location.file, a.location.line, a.location.column) <
+               std::tie(b.location.file, b.location.line, b.location.column);
+    });
+}
+
+// Reported in file order, so that a person can fix them top to bottom.
 UserError::UserError(Diagnostics diagnostics)
-    : std::runtime_error(diagnostics.to_string()), diagnostics_(std::move(diagnostics)) {}
+    : std::runtime_error(""), diagnostics_((diagnostics.sort_by_location(), std::move(diagnostics))) {
+    message_ = diagnostics_.to_string();
+}
+
+const char* UserError::what() const noexcept { return message_.c_str(); }
 
 void throw_if_errors(const Diagnostics& diagnostics) {
     if (!diagnostics.empty()) throw UserError(diagnostics);

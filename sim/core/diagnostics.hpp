@@ -24,26 +24,29 @@ struct Diagnostic {
 
 // Collects every mistake of an input instead of stopping at the first one.
 class Diagnostics {
-public:
+  public:
     void error(SourceLocation location, std::string key_path, std::string message);
     bool empty() const { return items_.empty(); }
     std::size_t size() const { return items_.size(); }
     const std::vector<Diagnostic>& items() const { return items_; }
     void append(const Diagnostics& other);
     std::string to_string() const;
+    void sort_by_location();
 
-private:
+  private:
     std::vector<Diagnostic> items_;
 };
 
 // Thrown by library code when user input is unusable; the CLI prints it and exits with code 2.
 class UserError : public std::runtime_error {
-public:
+  public:
     explicit UserError(Diagnostics diagnostics);
     const Diagnostics& diagnostics() const { return diagnostics_; }
+    const char* what() const noexcept override;
 
-private:
+  private:
     Diagnostics diagnostics_;
+    std::string message_;
 };
 
 // Throws UserError when `diagnostics` holds anything.

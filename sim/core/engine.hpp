@@ -11,7 +11,7 @@ namespace podsim::core {
 // Anything that reacts to events. The engine knows nothing of what an event means: the handler gets
 // back the tag it scheduled with (as in ns-3 and SimGrid, models live outside the kernel).
 class EventHandler {
-public:
+  public:
     virtual ~EventHandler() = default;
     virtual void on_event(Time now, std::uint64_t tag) = 0;
 };
@@ -19,7 +19,7 @@ public:
 // Discrete-event kernel: events ordered by (time, insertion sequence), so events at equal times run
 // in the order they were scheduled and every run is deterministic.
 class Engine {
-public:
+  public:
     void schedule_at(Time when, EventHandler& handler, std::uint64_t tag);
     void schedule_after(Time delay, EventHandler& handler, std::uint64_t tag) {
         schedule_at(now_ + delay, handler, tag);
@@ -29,7 +29,7 @@ public:
     Time now() const { return now_; }
     std::uint64_t events_processed() const { return events_processed_; }
 
-private:
+  private:
     struct Event {
         Time when;
         std::uint64_t sequence;

@@ -69,22 +69,32 @@ std::string_view trim(std::string_view s) {
 
 std::string_view dimension_name(Dimension dimension) {
     switch (dimension) {
-        case Dimension::bytes: return "size";
-        case Dimension::time: return "time";
-        case Dimension::bandwidth: return "bandwidth";
-        case Dimension::flop_rate: return "compute rate";
-        case Dimension::frequency: return "frequency";
+        case Dimension::bytes:
+            return "size";
+        case Dimension::time:
+            return "time";
+        case Dimension::bandwidth:
+            return "bandwidth";
+        case Dimension::flop_rate:
+            return "compute rate";
+        case Dimension::frequency:
+            return "frequency";
     }
     return "quantity";
 }
 
 std::string_view dimension_example(Dimension dimension) {
     switch (dimension) {
-        case Dimension::bytes: return "32 GiB";
-        case Dimension::time: return "1 us";
-        case Dimension::bandwidth: return "45 GB/s";
-        case Dimension::flop_rate: return "275 TFLOP/s";
-        case Dimension::frequency: return "1050 MHz";
+        case Dimension::bytes:
+            return "32 GiB";
+        case Dimension::time:
+            return "1 us";
+        case Dimension::bandwidth:
+            return "45 GB/s";
+        case Dimension::flop_rate:
+            return "275 TFLOP/s";
+        case Dimension::frequency:
+            return "1050 MHz";
     }
     return "";
 }
@@ -112,8 +122,8 @@ QuantityParse parse_quantity(std::string_view text, Dimension expected) {
     }
     std::string_view unit = trim(std::string_view(ptr, static_cast<std::size_t>(end - ptr)));
     if (unit.empty()) {
-        result.error = fmt::format("'{}' has no unit: write it with one, such as '{}'", s,
-                                   dimension_example(expected));
+        result.error =
+            fmt::format("'{}' has no unit: write it with one, such as '{}'", s, dimension_example(expected));
         return result;
     }
     for (const auto& def : kUnits) {

@@ -21,6 +21,8 @@ inline Time from_seconds(double seconds) {
     return static_cast<Time>(std::ceil(seconds * static_cast<double>(kSecond)));
 }
 
-inline double to_seconds(Time t) { return static_cast<double>(t) / static_cast<double>(kSecond); }
+inline double to_seconds(Time t) {
+    return static_cast<double>(t) / static_cast<double>(kSecond);
+}
 
 }  // namespace podsim::core

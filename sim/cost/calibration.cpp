@@ -9,9 +9,10 @@ const std::vector<CalibrationParameter>& calibration_parameters() {
     static const std::vector<CalibrationParameter> params = {
         {"mxu_efficiency_jax", ParameterUnit::fraction, &Calibration::mxu_efficiency_jax, 0.82, 0.05, 1.0,
          "fraction of peak FLOP/s that a large, tile-aligned matmul fusion reaches under JAX/XLA",
-         "calibrated on case maxtext-22b-fsdp-v4-128 (MaxText README at 281e04bf3: 56.7% MFU with remat full)"},
-        {"mxu_efficiency_pytorch_xla", ParameterUnit::fraction, &Calibration::mxu_efficiency_pytorch_xla, 0.62, 0.05,
-         1.0, "fraction of peak FLOP/s that a large matmul fusion reaches under PyTorch/XLA",
+         "calibrated on case maxtext-22b-fsdp-v4-128 (MaxText README at 281e04bf3: 56.7% MFU with remat "
+         "full)"},
+        {"mxu_efficiency_pytorch_xla", ParameterUnit::fraction, &Calibration::mxu_efficiency_pytorch_xla,
+         0.62, 0.05, 1.0, "fraction of peak FLOP/s that a large matmul fusion reaches under PyTorch/XLA",
          "calibrated on case gpt2-2b-fsdp-v4-8 (PyTorch/XLA FSDP blog 2023, Table 1)"},
         {"hbm_efficiency", ParameterUnit::fraction, &Calibration::hbm_efficiency, 0.85, 0.3, 1.0,
          "fraction of peak HBM bandwidth that a memory-bound fusion streams at",
@@ -19,17 +20,20 @@ const std::vector<CalibrationParameter>& calibration_parameters() {
          "calibrate against a profile"},
         {"op_overhead", ParameterUnit::time, &Calibration::op_overhead, 2e-6, 0.0, 1e-4,
          "fixed time per fused op (launch, pipeline fill and drain)",
-         "assumption: about 2 us between back-to-back small fusions in XProf trace viewer captures; calibrate"},
+         "assumption: about 2 us between back-to-back small fusions in XProf trace viewer captures; "
+         "calibrate"},
         {"host_overhead_jax", ParameterUnit::time, &Calibration::host_overhead_jax, 0.2e-3, 0.0, 10.0,
          "host time per step under JAX (asynchronous dispatch: hidden unless longer than the device step)",
          "assumption: jitted step dispatch is sub-millisecond (JAX docs, 'Asynchronous dispatch')"},
-        {"host_overhead_pytorch_xla", ParameterUnit::time, &Calibration::host_overhead_pytorch_xla, 30e-3, 0.0, 10.0,
+        {"host_overhead_pytorch_xla", ParameterUnit::time, &Calibration::host_overhead_pytorch_xla, 30e-3,
+         0.0, 10.0,
          "host time per step under PyTorch/XLA: lazy-tensor tracing and graph hashing before the device runs",
          "assumption: tens of ms per step for transformer graphs of a few thousand ops (PyTorch/XLA "
          "troubleshooting guide, 'tracing overhead'); calibrate with a metrics report"},
         {"ici_link_efficiency", ParameterUnit::fraction, &Calibration::ici_link_efficiency, 1.0, 0.3, 1.0,
          "fraction of the topology's one-way link bandwidth that collectives reach",
-         "1.0: topology files already give the usable 45 GB/s one-way of the scaling book, not the raw 50 GB/s"},
+         "1.0: topology files already give the usable 45 GB/s one-way of the scaling book, not the raw 50 "
+         "GB/s"},
         {"collective_overhead", ParameterUnit::time, &Calibration::collective_overhead, 5e-6, 0.0, 1e-3,
          "fixed time per collective (launch and synchronisation), added to the closed-form time",
          "calibrated on case v5e-allgather-y4-small (scaling book: 8 us measured vs 3 us of hops)"},

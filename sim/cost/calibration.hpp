@@ -20,8 +20,8 @@ struct Calibration {
     double op_overhead = 0.0;                 // seconds per fused op (launch, pipeline fill)
     double host_overhead_jax = 0.0;           // seconds per step on the host
     double host_overhead_pytorch_xla = 0.0;
-    double ici_link_efficiency = 0.0;         // fraction of one-way link bandwidth collectives reach
-    double collective_overhead = 0.0;         // seconds per collective (launch and synchronisation)
+    double ici_link_efficiency = 0.0;  // fraction of one-way link bandwidth collectives reach
+    double collective_overhead = 0.0;  // seconds per collective (launch and synchronisation)
     double dcn_efficiency = 0.0;
 
     static Calibration defaults();

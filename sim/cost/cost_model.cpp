@@ -36,13 +36,14 @@ OpCost CostModel::cost(const parallel::DeviceOp& op, const parallel::DeviceProgr
         const parallel::CommAxis& axis = program.comm_axes[static_cast<std::size_t>(op.comm_axis)];
         collectives::CollectiveTiming t;
         if (axis.kind == parallel::ResourceKind::dcn) {
-            t = collectives::closed_form_dcn(op.collective, op.collective_bytes, axis.size,
-                                             c_.topology.dcn.bandwidth_per_chip * c_.calibration.dcn_efficiency,
-                                             c_.topology.dcn.latency);
+            t = collectives::closed_form_dcn(
+                op.collective, op.collective_bytes, axis.size,
+                c_.topology.dcn.bandwidth_per_chip * c_.calibration.dcn_efficiency, c_.topology.dcn.latency);
         } else {
-            t = collectives::closed_form_ici(op.collective, op.collective_bytes, axis.parts,
-                                             c_.topology.ici.link_bandwidth * c_.calibration.ici_link_efficiency,
-                                             c_.topology.ici.hop_latency);
+            t = collectives::closed_form_ici(
+                op.collective, op.collective_bytes, axis.parts,
+                c_.topology.ici.link_bandwidth * c_.calibration.ici_link_efficiency,
+                c_.topology.ici.hop_latency);
         }
         out.seconds = t.time + c_.calibration.collective_overhead;
         out.memory_seconds = t.bandwidth_time;

@@ -11,7 +11,7 @@
 namespace podsim::cost {
 
 struct OpCost {
-    double seconds = 0.0;         // what the op occupies its resource for
+    double seconds = 0.0;          // what the op occupies its resource for
     double compute_seconds = 0.0;  // FLOPs term of the roofline (padded FLOPs at efficient peak)
     double memory_seconds = 0.0;   // HBM term of the roofline
     double padded_flops = 0.0;     // FLOPs the MXU actually spends after tile padding
@@ -26,18 +26,19 @@ struct CostContext {
 };
 
 // Roofline per fused op (DESIGN.md §3):
-//   time = max(padded FLOPs / (peak * mxu_efficiency), bytes / (hbm_bandwidth * hbm_efficiency)) + op_overhead
+//   time = max(padded FLOPs / (peak * mxu_efficiency), bytes / (hbm_bandwidth * hbm_efficiency)) +
+//   op_overhead
 // Padding: each matmul's contracting (k) and output-column (n) dimensions are rounded up to the MXU
 // tile (128x128 systolic array on v4) and its rows (m) to the 8-row sublane of the vector unit, so
 // a 48-wide head dimension costs as much MXU time as 128.
 // Collectives use the closed forms of collectives/closed_form.hpp plus collective_overhead.
 class CostModel {
-public:
+  public:
     explicit CostModel(CostContext context);
     OpCost cost(const parallel::DeviceOp& op, const parallel::DeviceProgram& program) const;
     std::vector<OpCost> cost_all(const parallel::DeviceProgram& program) const;
 
-private:
+  private:
     CostContext c_;
     double peak_flops_;
     double mxu_efficiency_;

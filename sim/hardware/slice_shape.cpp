@@ -24,7 +24,8 @@ std::optional<SliceShape> parse_slice_shape(std::string_view text) {
     std::size_t pos = 0;
     while (pos <= text.size()) {
         std::size_t next = text.find('x', pos);
-        std::string_view part = text.substr(pos, next == std::string_view::npos ? text.size() - pos : next - pos);
+        std::string_view part =
+            text.substr(pos, next == std::string_view::npos ? text.size() - pos : next - pos);
         int value = 0;
         auto [ptr, ec] = std::from_chars(part.data(), part.data() + part.size(), value);
         if (part.empty() || ec != std::errc() || ptr != part.data() + part.size() || value <= 0 ||

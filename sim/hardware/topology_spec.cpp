@@ -4,7 +4,9 @@
 
 namespace podsim::hardware {
 namespace {
-bool power_of_two(int n) { return n > 0 && (n & (n - 1)) == 0; }
+bool power_of_two(int n) {
+    return n > 0 && (n & (n - 1)) == 0;
+}
 }  // namespace
 
 SliceShape normalized_slice(const TopologySpec& topology, const SliceShape& shape) {
@@ -45,9 +47,12 @@ bool dimension_wraps(const TopologySpec& topology, const SliceShape& shape, std:
     SliceShape s = normalized_slice(topology, shape);
     if (dim >= s.dims.size() || s.dims[dim] <= 2) return false;  // a ring of 2 is one link pair
     switch (topology.ici.wraparound) {
-        case WraparoundRule::always: return true;
-        case WraparoundRule::none: return false;
-        case WraparoundRule::length_16: return s.dims[dim] == 16;
+        case WraparoundRule::always:
+            return true;
+        case WraparoundRule::none:
+            return false;
+        case WraparoundRule::length_16:
+            return s.dims[dim] == 16;
         case WraparoundRule::whole_cubes_of_4:
             for (int n : s.dims) {
                 if (n % 4 != 0) return false;

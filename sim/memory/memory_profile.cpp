@@ -19,11 +19,14 @@ bool is_compute(const parallel::DeviceOp& op) {
     return op.category == parallel::OpCategory::matmul || op.category == parallel::OpCategory::fusion;
 }
 
-int pass_of(workload::Phase phase) { return phase == workload::Phase::forward ? 0 : 1; }
+int pass_of(workload::Phase phase) {
+    return phase == workload::Phase::forward ? 0 : 1;
+}
 
 // Forward outputs kept for the backward, and recomputed ones, live until their layer's backward ends.
 bool awaits_backward(const parallel::DeviceOp& op) {
-    return op.phase == workload::Phase::recompute || (op.phase == workload::Phase::forward && op.kept_for_backward);
+    return op.phase == workload::Phase::recompute ||
+           (op.phase == workload::Phase::forward && op.kept_for_backward);
 }
 
 }  // namespace
@@ -33,8 +36,8 @@ MemoryProfile profile_memory(const parallel::DeviceProgram& program, const sched
     const auto& ops = program.ops;
     const auto& spans = timeline.spans;
 
-    std::map<std::pair<int, int>, core::Time> backward_end;           // (layer, microbatch)
-    std::map<std::tuple<int, int, int>, core::Time> last_user_end;    // (group, pass, microbatch)
+    std::map<std::pair<int, int>, core::Time> backward_end;         // (layer, microbatch)
+    std::map<std::tuple<int, int, int>, core::Time> last_user_end;  // (group, pass, microbatch)
     for (std::size_t i = 0; i < ops.size(); ++i) {
         const auto& op = ops[i];
         if (!is_compute(op) || op.phase == workload::Phase::optimizer) continue;

@@ -35,8 +35,8 @@ struct MemoryProfile {
     MemoryBreakdown at_peak;
     double capacity_bytes = 0.0;
     bool fits = true;
-    double overflow_bytes = 0.0;         // peak - capacity when it does not fit
-    std::vector<MemorySample> samples;   // live bytes after each change, for the trace's counter
+    double overflow_bytes = 0.0;        // peak - capacity when it does not fit
+    std::vector<MemorySample> samples;  // live bytes after each change, for the trace's counter
 };
 
 // Replays the timeline and tracks every allocation: parameters, gradients and optimizer state for

@@ -21,8 +21,8 @@ AxisDimPart take(std::vector<DimState>& dims, int d, int size, const hardware::T
     part.size = size;
     part.stride = s.used;
     // Only a group that spans the whole dimension closes over its wraparound links.
-    part.wraps = hardware::dimension_wraps(topology, slice, static_cast<std::size_t>(d)) &&
-                 size * s.used == s.length;
+    part.wraps =
+        hardware::dimension_wraps(topology, slice, static_cast<std::size_t>(d)) && size * s.used == s.length;
     s.available /= size;
     s.used *= size;
     return part;
@@ -45,7 +45,8 @@ bool take_exact(std::vector<DimState>& dims, int size, std::vector<AxisDimPart>&
             if (!all_free || product != size) continue;
             for (int d = 0; d < n; ++d) {
                 if (mask & (1u << d)) {
-                    parts.push_back(take(dims, d, dims[static_cast<std::size_t>(d)].available, topology, slice));
+                    parts.push_back(
+                        take(dims, d, dims[static_cast<std::size_t>(d)].available, topology, slice));
                 }
             }
             return true;
@@ -78,8 +79,8 @@ std::variant<std::vector<AxisMapping>, std::string> map_mesh_axes(const hardware
         long product = 1;
         for (int d : it->second) {
             if (d < 0 || d >= static_cast<int>(dims.size())) {
-                return fmt::format("mesh.mapping.{}: torus dimension {} does not exist in slice {}", axis.name, d,
-                                   slice.to_string());
+                return fmt::format("mesh.mapping.{}: torus dimension {} does not exist in slice {}",
+                                   axis.name, d, slice.to_string());
             }
             if (dims[static_cast<std::size_t>(d)].available != dims[static_cast<std::size_t>(d)].length) {
                 return fmt::format("mesh.mapping.{}: torus dimension {} is already used by another axis",
@@ -92,7 +93,8 @@ std::variant<std::vector<AxisMapping>, std::string> map_mesh_axes(const hardware
                                axis.name, product, axis.size);
         }
         for (int d : it->second) {
-            result[i].parts.push_back(take(dims, d, dims[static_cast<std::size_t>(d)].length, topology, shape));
+            result[i].parts.push_back(
+                take(dims, d, dims[static_cast<std::size_t>(d)].length, topology, shape));
         }
     }
     // The rest, most local (last) axis first.
@@ -109,9 +111,10 @@ std::variant<std::vector<AxisMapping>, std::string> map_mesh_axes(const hardware
             remaining /= g;
         }
         if (remaining != 1) {
-            return fmt::format("mesh axis '{}' of size {} cannot be placed on the chips of slice {} that are "
-                               "left after the axes after it",
-                               axis.name, axis.size, slice.to_string());
+            return fmt::format(
+                "mesh axis '{}' of size {} cannot be placed on the chips of slice {} that are "
+                "left after the axes after it",
+                axis.name, axis.size, slice.to_string());
         }
     }
     return result;

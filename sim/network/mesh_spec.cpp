@@ -24,11 +24,21 @@ std::string join(const std::vector<MeshAxis>& axes) {
 }
 }  // namespace
 
-long MeshSpec::ici_size() const { return product(ici); }
-long MeshSpec::dcn_size() const { return product(dcn); }
-long MeshSpec::size_of(const std::string& name) const { return ici_size_of(name) * dcn_size_of(name); }
-long MeshSpec::ici_size_of(const std::string& name) const { return product_of(ici, name); }
-long MeshSpec::dcn_size_of(const std::string& name) const { return product_of(dcn, name); }
+long MeshSpec::ici_size() const {
+    return product(ici);
+}
+long MeshSpec::dcn_size() const {
+    return product(dcn);
+}
+long MeshSpec::size_of(const std::string& name) const {
+    return ici_size_of(name) * dcn_size_of(name);
+}
+long MeshSpec::ici_size_of(const std::string& name) const {
+    return product_of(ici, name);
+}
+long MeshSpec::dcn_size_of(const std::string& name) const {
+    return product_of(dcn, name);
+}
 
 std::string MeshSpec::to_string() const {
     std::string out = "ici{" + join(ici) + "}";

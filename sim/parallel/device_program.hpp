@@ -29,7 +29,7 @@ enum class ResourceKind : std::uint8_t { compute, ici, dcn, host };
 
 // A group of chips a collective runs over: one ICI mesh axis, or the slices over DCN.
 struct CommAxis {
-    std::string name;                        // "fsdp", "data", ...
+    std::string name;  // "fsdp", "data", ...
     ResourceKind kind = ResourceKind::ici;
     int size = 1;
     std::vector<network::AxisDimPart> parts;  // ICI placement
@@ -52,9 +52,9 @@ struct DeviceOp {
     double mm_batch = 1.0, mm_m = 0.0, mm_n = 0.0, mm_k = 0.0;  // per-chip matmul shape
     // collective ops
     collectives::CollectiveKind collective = collectives::CollectiveKind::all_gather;
-    int comm_axis = -1;              // index into DeviceProgram::comm_axes
-    double collective_bytes = 0.0;   // the full array, as the scaling book counts it
-    std::vector<int> deps;           // earlier ops (program order) that must finish first
+    int comm_axis = -1;             // index into DeviceProgram::comm_axes
+    double collective_bytes = 0.0;  // the full array, as the scaling book counts it
+    std::vector<int> deps;          // earlier ops (program order) that must finish first
 };
 
 struct Resource {

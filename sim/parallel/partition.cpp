@@ -21,10 +21,12 @@ using workload::Tensor;
 
 enum class Block { forward, backward };
 
-Block block_of(Phase phase) { return phase == Phase::forward ? Block::forward : Block::backward; }
+Block block_of(Phase phase) {
+    return phase == Phase::forward ? Block::forward : Block::backward;
+}
 
 class Partitioner {
-public:
+  public:
     explicit Partitioner(const PartitionInput& in) : in_(in), g_(in.graph) {
         data_ = in.mesh.size_of("data");
         fsdp_ = in.mesh.ici_size_of("fsdp");
@@ -68,7 +70,7 @@ public:
         return std::move(p_);
     }
 
-private:
+  private:
     void make_resources() {
         p_.resources.push_back(Resource{"compute", ResourceKind::compute, -1});
         for (std::size_t a = 0; a < in_.mesh.ici.size(); ++a) {
@@ -76,14 +78,15 @@ private:
             if (axis.size <= 1) continue;
             CommAxis comm{axis.name, ResourceKind::ici, axis.size, in_.ici_axes[a].parts};
             axis_index_[axis.name] = static_cast<int>(p_.comm_axes.size());
-            p_.resources.push_back(Resource{"ici:" + axis.name, ResourceKind::ici,
-                                            static_cast<int>(p_.comm_axes.size())});
+            p_.resources.push_back(
+                Resource{"ici:" + axis.name, ResourceKind::ici, static_cast<int>(p_.comm_axes.size())});
             p_.comm_axes.push_back(comm);
         }
         if (in_.mesh.dcn_size() > 1) {
             dcn_axis_ = static_cast<int>(p_.comm_axes.size());
             p_.resources.push_back(Resource{"dcn", ResourceKind::dcn, dcn_axis_});
-            p_.comm_axes.push_back(CommAxis{"dcn", ResourceKind::dcn, static_cast<int>(in_.mesh.dcn_size()), {}});
+            p_.comm_axes.push_back(
+                CommAxis{"dcn", ResourceKind::dcn, static_cast<int>(in_.mesh.dcn_size()), {}});
         }
         p_.resources.push_back(Resource{"host", ResourceKind::host, -1});
     }
@@ -110,9 +113,9 @@ private:
             double shard = static_cast<double>(group.params) / group_divisor(group);
             p_.params_bytes += shard * param_bytes_;
             p_.grads_bytes += shard * param_bytes_;
-            p_.optimizer_bytes += workload::optimizer_state_bytes(group, in_.training.optimizer,
-                                                                  in_.training.param_dtype) /
-                                  group_divisor(group);
+            p_.optimizer_bytes +=
+                workload::optimizer_state_bytes(group, in_.training.optimizer, in_.training.param_dtype) /
+                group_divisor(group);
             if (fsdp_ > 1) {
                 double gathered = gathered_bytes(group);
                 p_.largest_gathered_group_bytes = std::max(p_.largest_gathered_group_bytes, gathered);
@@ -122,16 +125,20 @@ private:
     }
 
     double gathered_bytes(const workload::ParamGroup& group) const {
-        return static_cast<double>(group.params) / (group.tensor_sharded ? static_cast<double>(tensor_) : 1.0) *
-               param_bytes_;
+        return static_cast<double>(group.params) /
+               (group.tensor_sharded ? static_cast<double>(tensor_) : 1.0) * param_bytes_;
     }
 
     double divisor(Shard shard) const {
         switch (shard) {
-            case Shard::none: return 1.0;
-            case Shard::batch: return batch_div_;
-            case Shard::tensor: return static_cast<double>(tensor_);
-            case Shard::param: return static_cast<double>(fsdp_ * tensor_);
+            case Shard::none:
+                return 1.0;
+            case Shard::batch:
+                return batch_div_;
+            case Shard::tensor:
+                return static_cast<double>(tensor_);
+            case Shard::param:
+                return static_cast<double>(fsdp_ * tensor_);
         }
         return 1.0;
     }
@@ -225,8 +232,9 @@ private:
             if (fsdp_axis < 0 || gather.count({block, group})) return;
             const auto& pg = g_.param_groups[static_cast<std::size_t>(group)];
             Phase phase = block == 0 ? Phase::forward : Phase::backward;
-            DeviceOp ag = collective(fmt::format("{}.all-gather.{}", pg.name, block == 0 ? "fwd" : "bwd"),
-                                     CollectiveKind::all_gather, fsdp_axis, gathered_bytes(pg), phase, pg.layer, mb);
+            DeviceOp ag =
+                collective(fmt::format("{}.all-gather.{}", pg.name, block == 0 ? "fwd" : "bwd"),
+                           CollectiveKind::all_gather, fsdp_axis, gathered_bytes(pg), phase, pg.layer, mb);
             ag.param_group = group;
             // Bounded prefetch: it may start once the compute before its issue point is done.
             if (last_compute >= 0) ag.deps.push_back(last_compute);
@@ -240,7 +248,8 @@ private:
             int block = static_cast<int>(block_of(op.phase));
             const BlockPlan& plan = plans_[block];
             if (op.param_group >= 0 && plan.first_use.at(op.param_group) == pos) {
-                auto where = std::find(plan.order.begin(), plan.order.end(), op.param_group) - plan.order.begin();
+                auto where =
+                    std::find(plan.order.begin(), plan.order.end(), op.param_group) - plan.order.begin();
                 for (long j = where; j <= where + depth && j < static_cast<long>(plan.order.size()); ++j) {
                     issue_gather(block, plan.order[static_cast<std::size_t>(j)]);
                 }
@@ -262,16 +271,17 @@ private:
 
             // Partial sums over a split contraction dimension: all-reduce over `tensor`.
             if (tensor_axis >= 0 && op.kind == OpKind::matmul && op.matmul.k.shard == Shard::tensor) {
-                DeviceOp ar = collective(op.name + ".all-reduce", CollectiveKind::all_reduce, tensor_axis,
-                                         p_.ops[static_cast<std::size_t>(index)].output_bytes, op.phase, op.layer,
-                                         mb);
+                DeviceOp ar =
+                    collective(op.name + ".all-reduce", CollectiveKind::all_reduce, tensor_axis,
+                               p_.ops[static_cast<std::size_t>(index)].output_bytes, op.phase, op.layer, mb);
                 ar.deps.push_back(index);
                 ready[static_cast<std::size_t>(gi)] = emit(std::move(ar));
             }
 
             // Gradients of a group are complete after its last backward op.
             if (op.param_group >= 0 && block == 1 && plan.last_use.at(op.param_group) == pos) {
-                finish_gradients(op.param_group, index, mb, last_microbatch, fsdp_axis, data_axis, final_grad);
+                finish_gradients(op.param_group, index, mb, last_microbatch, fsdp_axis, data_axis,
+                                 final_grad);
             }
         }
         last_compute_ = last_compute;
@@ -280,12 +290,12 @@ private:
     void finish_gradients(int group, int after, int mb, bool last_microbatch, int fsdp_axis, int data_axis,
                           std::vector<int>& final_grad) {
         const auto& pg = g_.param_groups[static_cast<std::size_t>(group)];
-        double full = static_cast<double>(pg.params) / (pg.tensor_sharded ? static_cast<double>(tensor_) : 1.0) *
-                      param_bytes_;
+        double full = static_cast<double>(pg.params) /
+                      (pg.tensor_sharded ? static_cast<double>(tensor_) : 1.0) * param_bytes_;
         int last = after;
         if (fsdp_axis >= 0) {
-            DeviceOp rs = collective(pg.name + ".reduce-scatter", CollectiveKind::reduce_scatter, fsdp_axis, full,
-                                     Phase::backward, pg.layer, mb);
+            DeviceOp rs = collective(pg.name + ".reduce-scatter", CollectiveKind::reduce_scatter, fsdp_axis,
+                                     full, Phase::backward, pg.layer, mb);
             rs.deps.push_back(last);
             rs.param_group = group;
             last = emit(std::move(rs));
@@ -293,15 +303,14 @@ private:
         if (last_microbatch) {
             double shard = full / static_cast<double>(fsdp_);
             if (data_axis >= 0) {
-                DeviceOp ar = collective(pg.name + ".all-reduce", CollectiveKind::all_reduce, data_axis, shard,
-                                         Phase::backward, pg.layer, mb);
+                DeviceOp ar = collective(pg.name + ".all-reduce", CollectiveKind::all_reduce, data_axis,
+                                         shard, Phase::backward, pg.layer, mb);
                 ar.deps.push_back(last);
                 last = emit(std::move(ar));
             }
             if (dcn_axis_ >= 0) {
                 DeviceOp ar = collective(pg.name + ".all-reduce.dcn", CollectiveKind::all_reduce, dcn_axis_,
-                                         shard,
-                                         Phase::backward, pg.layer, mb);
+                                         shard, Phase::backward, pg.layer, mb);
                 ar.deps.push_back(last);
                 last = emit(std::move(ar));
             }
@@ -322,7 +331,7 @@ private:
     bool host_blocks_ = false;
     BlockPlan plans_[2];
 
-public:
+  public:
     void set_host_blocks(bool blocks) { host_blocks_ = blocks; }
 };
 

@@ -10,10 +10,14 @@ namespace podsim::profile {
 
 std::string_view status_name(CaseStatus status) {
     switch (status) {
-        case CaseStatus::pass: return "pass";
-        case CaseStatus::expected_miss: return "expected miss";
-        case CaseStatus::fail: return "FAIL";
-        case CaseStatus::unexpected_pass: return "UNEXPECTED PASS";
+        case CaseStatus::pass:
+            return "pass";
+        case CaseStatus::expected_miss:
+            return "expected miss";
+        case CaseStatus::fail:
+            return "FAIL";
+        case CaseStatus::unexpected_pass:
+            return "UNEXPECTED PASS";
     }
     return "?";
 }
@@ -32,7 +36,8 @@ std::vector<CaseResult> evaluate_suite(const std::vector<config::ValidationCase>
         if (auto it = c.measured.find("mfu_6n"); it != c.measured.end()) r.measured_mfu = it->second;
         r.expected_miss = c.expected_miss.value_or("");
         bool judged = false;
-        if (auto it = c.measured.find("step_time_s"); it != c.measured.end() && c.tolerance.count("step_time_rel")) {
+        if (auto it = c.measured.find("step_time_s");
+            it != c.measured.end() && c.tolerance.count("step_time_rel")) {
             r.metric = "step_time_s";
             r.predicted = report.step_time_s;
             r.measured = it->second;
@@ -89,9 +94,10 @@ std::string format_suite(const std::vector<CaseResult>& results) {
     int passed = 0, failed = 0, expected = 0;
     for (const auto& r : results) {
         out += fmt::format("{:<28} {:<20} {:>11} {:>11} {:>8} {:>7} {:>15}  {}\n", r.id, r.metric,
-                           value_text(r, r.predicted), value_text(r, r.measured), error_text(r), tolerance_text(r),
-                           mfu_text(r), status_name(r.status));
-        if (r.status == CaseStatus::expected_miss) out += fmt::format("  {:<26} why: {}\n", "", r.expected_miss);
+                           value_text(r, r.predicted), value_text(r, r.measured), error_text(r),
+                           tolerance_text(r), mfu_text(r), status_name(r.status));
+        if (r.status == CaseStatus::expected_miss)
+            out += fmt::format("  {:<26} why: {}\n", "", r.expected_miss);
         if (r.status == CaseStatus::pass) ++passed;
         if (r.status == CaseStatus::expected_miss) ++expected;
         if (r.status == CaseStatus::fail || r.status == CaseStatus::unexpected_pass) ++failed;
@@ -102,15 +108,22 @@ std::string format_suite(const std::vector<CaseResult>& results) {
 
 std::string format_suite_markdown(const std::vector<CaseResult>& results) {
     std::string out =
-        "| case | metric | predicted | measured | error | tolerance | MFU predicted / published | status | source |\n"
+        "| case | metric | predicted | measured | error | tolerance | MFU predicted / published | status | "
+        "source |\n"
         "|---|---|---|---|---|---|---|---|---|\n";
+    std::string reasons;
     for (const auto& r : results) {
         std::string status(status_name(r.status));
-        if (r.status == CaseStatus::expected_miss) status += ": " + r.expected_miss;
-        out += fmt::format("| {} | {} | {} | {}{} | {} | {} | {} | {} | {} |\n", r.id, r.metric,
-                           value_text(r, r.predicted), value_text(r, r.measured), r.derived ? " (derived)" : "",
-                           error_text(r), tolerance_text(r), mfu_text(r), status, r.source);
+        if (r.status == CaseStatus::expected_miss) {
+            status += " (below)";
+            reasons += fmt::format("- **{}**: {}\n", r.id, r.expected_miss);
+        }
+        out +=
+            fmt::format("| {} | {} | {} | {}{} | {} | {} | {} | {} | {} |\n", r.id, r.metric,
+                        value_text(r, r.predicted), value_text(r, r.measured), r.derived ? " (derived)" : "",
+                        error_text(r), tolerance_text(r), mfu_text(r), status, r.source);
     }
+    if (!reasons.empty()) out += "\nExpected misses, and what the model lacks:\n\n" + reasons;
     return out;
 }
 

@@ -22,7 +22,7 @@ struct CaseResult {
     std::string metric;  // step_time_s, all_reduce_fraction
     double predicted = 0.0;
     double measured = 0.0;
-    double error = 0.0;      // relative for step_time_s, absolute for fractions
+    double error = 0.0;  // relative for step_time_s, absolute for fractions
     bool relative = true;
     double tolerance = 0.0;
     double predicted_mfu = 0.0;

@@ -85,7 +85,8 @@ RunReport build_report(const ReportInput& in) {
     r.events = in.timeline.events;
 
     r.step_time_s = core::to_seconds(in.timeline.step_time);
-    r.tokens_per_step = static_cast<double>(in.training.global_batch) * in.model.tokens_per_sample(in.training.seq_len);
+    r.tokens_per_step =
+        static_cast<double>(in.training.global_batch) * in.model.tokens_per_sample(in.training.seq_len);
     r.tokens_per_s = r.step_time_s > 0 ? r.tokens_per_step / r.step_time_s : 0.0;
     r.peak_flops_per_chip = in.topology.chip.peak_flops_for(in.training.dtype);
     r.model_flops_per_step = model_flops_per_step(in.model, in.training, in.mfu_attention);
@@ -129,10 +130,18 @@ RunReport build_report(const ReportInput& in) {
             } else {
                 compute.push_back(iv);
                 switch (op.phase) {
-                    case workload::Phase::forward: r.forward_s += seconds; break;
-                    case workload::Phase::backward: r.backward_s += seconds; break;
-                    case workload::Phase::recompute: r.recompute_s += seconds; break;
-                    case workload::Phase::optimizer: r.optimizer_s += seconds; break;
+                    case workload::Phase::forward:
+                        r.forward_s += seconds;
+                        break;
+                    case workload::Phase::backward:
+                        r.backward_s += seconds;
+                        break;
+                    case workload::Phase::recompute:
+                        r.recompute_s += seconds;
+                        break;
+                    case workload::Phase::optimizer:
+                        r.optimizer_s += seconds;
+                        break;
                 }
             }
             device_op_time += seconds;
@@ -168,7 +177,8 @@ RunReport build_report(const ReportInput& in) {
     });
     for (std::size_t i = 0; i < busy.size(); ++i) {
         double b = core::to_seconds(busy[i]);
-        r.resources.push_back(ResourceStat{in.program.resources[i].name, b, r.step_time_s > 0 ? b / r.step_time_s : 0.0});
+        r.resources.push_back(
+            ResourceStat{in.program.resources[i].name, b, r.step_time_s > 0 ? b / r.step_time_s : 0.0});
     }
     return r;
 }

@@ -17,12 +17,14 @@ std::string format_table(const RunReport& r) {
         out += fmt::format("  {:<28} {}\n", label, value);
     };
     auto pct = [&](double part) {
-        return r.step_time_s > 0 ? fmt::format("{:5.1f}%", 100.0 * part / r.step_time_s) : std::string("  -  ");
+        return r.step_time_s > 0 ? fmt::format("{:5.1f}%", 100.0 * part / r.step_time_s)
+                                 : std::string("  -  ");
     };
     out += fmt::format("podsim: {}\n", r.name);
-    out += fmt::format("  {} on {} slice {}{} ({} chips), mesh {}, {} ({} collectives)\n\n", r.model, r.topology,
-                       r.slice, r.slices > 1 ? fmt::format(" x {} slices", r.slices) : std::string(), r.chips, r.mesh,
-                       r.framework, r.async_collectives ? "async" : "synchronous");
+    out +=
+        fmt::format("  {} on {} slice {}{} ({} chips), mesh {}, {} ({} collectives)\n\n", r.model, r.topology,
+                    r.slice, r.slices > 1 ? fmt::format(" x {} slices", r.slices) : std::string(), r.chips,
+                    r.mesh, r.framework, r.async_collectives ? "async" : "synchronous");
     line("step time", format_seconds(r.step_time_s));
     line("tokens/s", fmt::format("{:.0f}  ({:.0f} tokens per step)", r.tokens_per_s, r.tokens_per_step));
     line("MFU", fmt::format("{:.1f}%  (convention {})", 100.0 * r.mfu, r.mfu_convention));
@@ -34,19 +36,21 @@ std::string format_table(const RunReport& r) {
                                               pct(r.exposed_communication_s)));
     line("host", fmt::format("{:>12}  {}", format_seconds(r.host_s), pct(r.host_s)));
     line("idle", fmt::format("{:>12}  {}", format_seconds(r.idle_s), pct(r.idle_s)));
-    line("(communication overlapped)", fmt::format("{:>12}  of {} in collectives",
-                                                   format_seconds(r.overlapped_communication_s),
-                                                   format_seconds(r.communication_s)));
-    line("(compute by phase)", fmt::format("fwd {}, bwd {}, remat {}, optimizer {}", format_seconds(r.forward_s),
-                                           format_seconds(r.backward_s), format_seconds(r.recompute_s),
-                                           format_seconds(r.optimizer_s)));
+    line("(communication overlapped)",
+         fmt::format("{:>12}  of {} in collectives", format_seconds(r.overlapped_communication_s),
+                     format_seconds(r.communication_s)));
+    line("(compute by phase)", fmt::format("fwd {}, bwd {}, remat {}, optimizer {}",
+                                           format_seconds(r.forward_s), format_seconds(r.backward_s),
+                                           format_seconds(r.recompute_s), format_seconds(r.optimizer_s)));
     out += "\nmemory per chip (at the peak)\n";
     const auto& m = r.memory;
-    line("peak", fmt::format("{} of {}  -> {}", format_bytes(m.peak_bytes), format_bytes(m.capacity_bytes),
-                             m.fits ? std::string("fits")
-                                    : fmt::format("DOES NOT FIT (over by {})", format_bytes(m.overflow_bytes))));
-    line("params / grads / optimizer", fmt::format("{} / {} / {}", format_bytes(m.params_bytes),
-                                                   format_bytes(m.grads_bytes), format_bytes(m.optimizer_bytes)));
+    line("peak",
+         fmt::format("{} of {}  -> {}", format_bytes(m.peak_bytes), format_bytes(m.capacity_bytes),
+                     m.fits ? std::string("fits")
+                            : fmt::format("DOES NOT FIT (over by {})", format_bytes(m.overflow_bytes))));
+    line("params / grads / optimizer",
+         fmt::format("{} / {} / {}", format_bytes(m.params_bytes), format_bytes(m.grads_bytes),
+                     format_bytes(m.optimizer_bytes)));
     line("saved activations", format_bytes(m.activations_bytes));
     line("gathered weights", format_bytes(m.gathered_weights_bytes));
     line("collective buffers", format_bytes(m.collective_buffers_bytes));
@@ -55,8 +59,9 @@ std::string format_table(const RunReport& r) {
     out += "\nop categories (device time)\n";
     out += fmt::format("  {:<20} {:>7} {:>12} {:>8}\n", "category", "count", "time", "share");
     for (const auto& s : r.op_stats) {
-        out += fmt::format("  {:<20} {:>7} {:>12} {:>7.1f}%\n", s.category, s.count, format_seconds(s.time_s),
-                           100.0 * s.fraction);
+        // Host time is not device time: XProf's op stats leave it out of the shares too.
+        std::string share = s.category == "host" ? std::string("-") : fmt::format("{:.1f}%", 100.0 * s.fraction);
+        out += fmt::format("  {:<20} {:>7} {:>12} {:>8}\n", s.category, s.count, format_seconds(s.time_s), share);
     }
     out += "\nresources\n";
     for (const auto& res : r.resources) {
@@ -115,7 +120,8 @@ std::string format_json(const RunReport& r) {
                     {"optimizer", r.optimizer_s}};
     auto stats = nlohmann::ordered_json::array();
     for (const auto& s : r.op_stats) {
-        stats.push_back({{"category", s.category}, {"count", s.count}, {"time_s", s.time_s}, {"fraction", s.fraction}});
+        stats.push_back(
+            {{"category", s.category}, {"count", s.count}, {"time_s", s.time_s}, {"fraction", s.fraction}});
     }
     j["op_stats"] = stats;
     auto resources = nlohmann::ordered_json::array();
@@ -131,21 +137,25 @@ std::string chrome_trace(const std::string& name, const parallel::DeviceProgram&
                          const scheduler::Timeline& timeline, const memory::MemoryProfile& memory) {
     auto us = [](core::Time t) { return static_cast<double>(t) / static_cast<double>(core::kMicrosecond); };
     auto events = nlohmann::json::array();
-    events.push_back({{"ph", "M"}, {"pid", 1}, {"name", "process_name"}, {"args", {{"name", "podsim: " + name}}}});
+    events.push_back(
+        {{"ph", "M"}, {"pid", 1}, {"name", "process_name"}, {"args", {{"name", "podsim: " + name}}}});
     for (std::size_t r = 0; r < program.resources.size(); ++r) {
         events.push_back({{"ph", "M"},
                           {"pid", 1},
                           {"tid", r},
                           {"name", "thread_name"},
                           {"args", {{"name", program.resources[r].name}}}});
-        events.push_back(
-            {{"ph", "M"}, {"pid", 1}, {"tid", r}, {"name", "thread_sort_index"}, {"args", {{"sort_index", r}}}});
+        events.push_back({{"ph", "M"},
+                          {"pid", 1},
+                          {"tid", r},
+                          {"name", "thread_sort_index"},
+                          {"args", {{"sort_index", r}}}});
     }
     for (std::size_t i = 0; i < program.ops.size(); ++i) {
         const auto& op = program.ops[i];
         const auto& span = timeline.spans[i];
-        nlohmann::json args = {{"phase", workload::phase_name(op.phase)}, {"layer", op.layer},
-                               {"microbatch", op.microbatch}};
+        nlohmann::json args = {
+            {"phase", workload::phase_name(op.phase)}, {"layer", op.layer}, {"microbatch", op.microbatch}};
         if (parallel::is_collective(op.category)) {
             args["bytes"] = op.collective_bytes;
         } else if (op.category != parallel::OpCategory::host) {
@@ -162,7 +172,10 @@ std::string chrome_trace(const std::string& name, const parallel::DeviceProgram&
                           {"args", args}});
     }
     for (const auto& s : memory.samples) {
-        events.push_back({{"ph", "C"}, {"pid", 1}, {"name", "HBM live bytes"}, {"ts", us(s.time)},
+        events.push_back({{"ph", "C"},
+                          {"pid", 1},
+                          {"name", "HBM live bytes"},
+                          {"ts", us(s.time)},
                           {"args", {{"bytes", s.live_bytes}}}});
     }
     nlohmann::json trace = {{"traceEvents", events}, {"displayTimeUnit", "ms"}};

@@ -22,24 +22,28 @@ std::vector<SemanticError> semantic_errors(const RunSpec& spec) {
         errors.push_back({"training.microbatches", fmt::format("{} does not divide the global batch {}",
                                                                t.microbatches, t.global_batch)});
     } else if ((t.global_batch / t.microbatches) % batch_shards != 0) {
-        errors.push_back({"training.global_batch",
-                          fmt::format("the batch of each microbatch ({}) is split over the data-parallel axes "
-                                      "(data x fsdp = {}) and must be divisible by it",
-                                      t.global_batch / t.microbatches, batch_shards)});
+        errors.push_back(
+            {"training.global_batch",
+             fmt::format("the batch of each microbatch ({}) is split over the data-parallel axes "
+                         "(data x fsdp = {}) and must be divisible by it",
+                         t.global_batch / t.microbatches, batch_shards)});
     }
     if (tensor > 1) {
         if (m.heads % tensor != 0) {
-            errors.push_back({"mesh.tensor", fmt::format("model.heads ({}) is not divisible by the tensor axis ({})",
-                                                         m.heads, tensor)});
+            errors.push_back(
+                {"mesh.tensor",
+                 fmt::format("model.heads ({}) is not divisible by the tensor axis ({})", m.heads, tensor)});
         }
         if (m.kv_heads % tensor != 0 && tensor % m.kv_heads != 0) {
-            errors.push_back({"mesh.tensor", fmt::format("model.kv_heads ({}) is not divisible by the tensor axis "
-                                                         "({}), nor the axis by it",
-                                                         m.kv_heads, tensor)});
+            errors.push_back(
+                {"mesh.tensor", fmt::format("model.kv_heads ({}) is not divisible by the tensor axis "
+                                            "({}), nor the axis by it",
+                                            m.kv_heads, tensor)});
         }
         if (m.d_ff % tensor != 0) {
-            errors.push_back({"mesh.tensor", fmt::format("model.d_ff ({}) is not divisible by the tensor axis ({})",
-                                                         m.d_ff, tensor)});
+            errors.push_back(
+                {"mesh.tensor",
+                 fmt::format("model.d_ff ({}) is not divisible by the tensor axis ({})", m.d_ff, tensor)});
         }
     }
     if (spec.mesh.dcn_size() != spec.slices) {
@@ -66,14 +70,14 @@ Simulation simulate(const RunSpec& spec) {
     workload::OpGraph graph = workload::lower_training_step(spec.model, spec.training);
     sim.program = parallel::partition(
         parallel::PartitionInput{graph, spec.training, spec.mesh, sim.mapping, spec.runtime});
-    cost::CostModel model(cost::CostContext{spec.topology, spec.runtime, spec.calibration, spec.training.dtype});
+    cost::CostModel model(
+        cost::CostContext{spec.topology, spec.runtime, spec.calibration, spec.training.dtype});
     sim.costs = model.cost_all(sim.program);
     sim.timeline = scheduler::schedule(sim.program, sim.costs, spec.runtime);
     sim.memory = memory::profile_memory(sim.program, sim.timeline, spec.topology.chip.hbm_capacity);
-    sim.report = report::build_report(report::ReportInput{spec.name, spec.model, spec.training, spec.runtime,
-                                                          spec.topology, spec.slice, spec.slices, spec.mesh,
-                                                          spec.mfu_attention, sim.program, sim.costs, sim.timeline,
-                                                          sim.memory});
+    sim.report = report::build_report(report::ReportInput{
+        spec.name, spec.model, spec.training, spec.runtime, spec.topology, spec.slice, spec.slices, spec.mesh,
+        spec.mfu_attention, sim.program, sim.costs, sim.timeline, sim.memory});
     return sim;
 }
 

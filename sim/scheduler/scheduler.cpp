@@ -7,8 +7,9 @@ namespace podsim::scheduler {
 namespace {
 
 class ProgramRun final : public core::EventHandler {
-public:
-    ProgramRun(const parallel::DeviceProgram& program, const std::vector<cost::OpCost>& costs, bool synchronous)
+  public:
+    ProgramRun(const parallel::DeviceProgram& program, const std::vector<cost::OpCost>& costs,
+               bool synchronous)
         : program_(program), costs_(costs) {
         const std::size_t n = program.ops.size();
         durations_.resize(n);
@@ -46,7 +47,7 @@ public:
         try_start(static_cast<int>(resource));
     }
 
-private:
+  private:
     void build_dependencies(bool synchronous) {
         const std::size_t n = program_.ops.size();
         std::vector<std::vector<int>> deps(n);
@@ -69,7 +70,8 @@ private:
         succ_begin_.assign(n + 1, 0);
         for (std::size_t i = 0; i < n; ++i) {
             for (int d : deps[i]) {
-                PODSIM_ASSERT(d >= 0 && static_cast<std::size_t>(d) < i, "dependency not earlier in program order");
+                PODSIM_ASSERT(d >= 0 && static_cast<std::size_t>(d) < i,
+                              "dependency not earlier in program order");
                 ++succ_begin_[static_cast<std::size_t>(d) + 1];
             }
             pending_[i] = static_cast<int>(deps[i].size());

@@ -9,16 +9,24 @@ namespace {
 
 using I = std::int64_t;
 
-Extent none(I n) { return Extent{n, Shard::none}; }
-Extent batch(I n) { return Extent{n, Shard::batch}; }
-Extent tensor(I n) { return Extent{n, Shard::tensor}; }
+Extent none(I n) {
+    return Extent{n, Shard::none};
+}
+Extent batch(I n) {
+    return Extent{n, Shard::batch};
+}
+Extent tensor(I n) {
+    return Extent{n, Shard::tensor};
+}
 
 // Builds the graph; remembers, for each forward op, the op that last produced its output
 // (the forward op itself, or its recompute copy) so that backward ops depend on the right one.
 class Lowering {
-public:
+  public:
     Lowering(const ModelSpec& model, const TrainingSpec& training)
-        : m_(model), t_(training), a_(static_cast<int>(core::dtype_bytes(training.dtype))),
+        : m_(model),
+          t_(training),
+          a_(static_cast<int>(core::dtype_bytes(training.dtype))),
           p_(static_cast<int>(core::dtype_bytes(training.param_dtype))) {
         PODSIM_ASSERT(training.microbatches > 0 && training.global_batch % training.microbatches == 0,
                       "microbatches must divide the batch (validated by config)");
@@ -44,10 +52,10 @@ public:
         return std::move(g_);
     }
 
-private:
+  private:
     struct Forward {
-        int index;           // in the graph
-        int producer;        // what the backward reads its inputs from
+        int index;                // in the graph
+        int producer;             // what the backward reads its inputs from
         std::vector<int> inputs;  // forward indices of the ops it reads
     };
 
@@ -148,11 +156,12 @@ private:
         const I d = m_.d_model;
         if (m_.is_vit()) {
             I patch_in = static_cast<I>(m_.channels) * m_.patch_size * m_.patch_size;
-            Op patch = weight_matmul("patch_embed", -1, embedding_group(),
-                                     batch(B_ * m_.patches()), none(patch_in), none(d));
+            Op patch = weight_matmul("patch_embed", -1, embedding_group(), batch(B_ * m_.patches()),
+                                     none(patch_in), none(d));
             patch.kept_for_backward = true;
             int p = forward(std::move(patch), {});
-            Op add_pos = fusion("embed_cls_pos", -1, {act({batch(B_ * m_.patches()), none(d)}), act({none(S_), none(d)})},
+            Op add_pos = fusion("embed_cls_pos", -1,
+                                {act({batch(B_ * m_.patches()), none(d)}), act({none(S_), none(d)})},
                                 {act({batch(T_), none(d)})});
             add_pos.param_group = embedding_group();
             add_pos.kept_for_backward = true;
@@ -179,16 +188,16 @@ private:
         ln1.param_group = group;
         int n1 = forward(std::move(ln1), {x});
         int qkv = forward(weight_matmul(p + "qkv", l, group, T, none(d), tensor(qkv_width)), {n1});
-        int scores = forward(attention_matmul(p + "attn_scores", l, none(S_), none(m_.head_dim), none(S_),
-                                              m_.kv_heads),
-                             {qkv});
+        int scores = forward(
+            attention_matmul(p + "attn_scores", l, none(S_), none(m_.head_dim), none(S_), m_.kv_heads),
+            {qkv});
         Op softmax_op = fusion(p + "softmax", l, {act({batch(B_), tensor(m_.heads), none(S_), none(S_)})},
                                {act({batch(B_), tensor(m_.heads), none(S_), none(S_)})});
         softmax_op.attention_internal = true;
         int softmax = forward(std::move(softmax_op), {scores});
-        int context = forward(attention_matmul(p + "attn_context", l, none(S_), none(S_), none(m_.head_dim),
-                                               m_.kv_heads),
-                              {softmax, qkv});
+        int context = forward(
+            attention_matmul(p + "attn_context", l, none(S_), none(S_), none(m_.head_dim), m_.kv_heads),
+            {softmax, qkv});
         Op out = weight_matmul(p + "attn_out", l, group, T, tensor(m_.attention_width()), none(d));
         out.reads.push_back(act({T, none(d)}));  // residual add fused into the output
         int attn_out = forward(std::move(out), {context, x});
@@ -212,10 +221,18 @@ private:
             Op& op = g_.op(forwards_[i].index);
             bool is_output = forwards_[i].index == out_index;
             switch (t_.remat) {
-                case Remat::none: op.kept_for_backward = true; break;
-                case Remat::full: op.kept_for_backward = is_output; break;
-                case Remat::save_dots: op.kept_for_backward = op.kind == OpKind::matmul; break;
-                case Remat::attention: op.kept_for_backward = !op.attention_internal; break;
+                case Remat::none:
+                    op.kept_for_backward = true;
+                    break;
+                case Remat::full:
+                    op.kept_for_backward = is_output;
+                    break;
+                case Remat::save_dots:
+                    op.kept_for_backward = op.kind == OpKind::matmul;
+                    break;
+                case Remat::attention:
+                    op.kept_for_backward = !op.attention_internal;
+                    break;
             }
         }
         layer_ranges_.push_back({first, forwards_.size()});
@@ -224,10 +241,14 @@ private:
 
     bool recomputed(const Op& op) const {
         switch (t_.remat) {
-            case Remat::none: return false;
-            case Remat::full: return true;
-            case Remat::save_dots: return op.kind != OpKind::matmul;
-            case Remat::attention: return op.attention_internal;
+            case Remat::none:
+                return false;
+            case Remat::full:
+                return true;
+            case Remat::save_dots:
+                return op.kind != OpKind::matmul;
+            case Remat::attention:
+                return op.attention_internal;
         }
         return false;
     }
@@ -419,8 +440,10 @@ double optimizer_state_bytes(const ParamGroup& group, Optimizer optimizer, core:
     const double bytes = static_cast<double>(core::dtype_bytes(param_dtype));
     switch (optimizer) {
         case Optimizer::adam:
-        case Optimizer::adamw: return 2.0 * static_cast<double>(group.params) * bytes;
-        case Optimizer::sgd: return static_cast<double>(group.params) * bytes;
+        case Optimizer::adamw:
+            return 2.0 * static_cast<double>(group.params) * bytes;
+        case Optimizer::sgd:
+            return static_cast<double>(group.params) * bytes;
         case Optimizer::adafactor: {
             // Shazeer & Stern 2018: a row and a column statistic per matrix, full for vectors.
             std::int64_t in_matrices = 0;

@@ -4,30 +4,42 @@ namespace podsim::workload {
 
 std::string_view family_name(ModelFamily family) {
     switch (family) {
-        case ModelFamily::gpt2: return "gpt2";
-        case ModelFamily::decoder: return "decoder";
-        case ModelFamily::encoder: return "encoder";
-        case ModelFamily::vit: return "vit";
+        case ModelFamily::gpt2:
+            return "gpt2";
+        case ModelFamily::decoder:
+            return "decoder";
+        case ModelFamily::encoder:
+            return "encoder";
+        case ModelFamily::vit:
+            return "vit";
     }
     return "?";
 }
 
 std::string_view activation_name(Activation activation) {
     switch (activation) {
-        case Activation::gelu: return "gelu";
-        case Activation::relu: return "relu";
-        case Activation::swiglu: return "swiglu";
-        case Activation::geglu: return "geglu";
+        case Activation::gelu:
+            return "gelu";
+        case Activation::relu:
+            return "relu";
+        case Activation::swiglu:
+            return "swiglu";
+        case Activation::geglu:
+            return "geglu";
     }
     return "?";
 }
 
 std::string_view position_name(PositionEmbedding position) {
     switch (position) {
-        case PositionEmbedding::learned: return "learned";
-        case PositionEmbedding::rope: return "rope";
-        case PositionEmbedding::relative: return "relative";
-        case PositionEmbedding::none: return "none";
+        case PositionEmbedding::learned:
+            return "learned";
+        case PositionEmbedding::rope:
+            return "rope";
+        case PositionEmbedding::relative:
+            return "relative";
+        case PositionEmbedding::none:
+            return "none";
     }
     return "?";
 }
@@ -48,7 +60,8 @@ ParamCount count_params(const ModelSpec& m) {
     if (m.position == PositionEmbedding::relative) c.per_layer += 32 * m.heads;  // T5 buckets
     if (m.is_vit()) {
         I patch_in = static_cast<I>(m.channels) * m.patch_size * m.patch_size;
-        c.embedding = patch_in * d + d /*patch bias*/ + d /*class token*/ + static_cast<I>(m.patches() + 1) * d;
+        c.embedding =
+            patch_in * d + d /*patch bias*/ + d /*class token*/ + static_cast<I>(m.patches() + 1) * d;
         c.head = norm + d * m.num_classes + m.num_classes;
     } else {
         c.embedding = m.vocab * d;

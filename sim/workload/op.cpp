@@ -14,10 +14,14 @@ Tensor Tensor::of(std::initializer_list<Extent> extents, int element_bytes) {
 
 const char* phase_name(Phase phase) {
     switch (phase) {
-        case Phase::forward: return "forward";
-        case Phase::backward: return "backward";
-        case Phase::recompute: return "recompute";
-        case Phase::optimizer: return "optimizer";
+        case Phase::forward:
+            return "forward";
+        case Phase::backward:
+            return "backward";
+        case Phase::recompute:
+            return "recompute";
+        case Phase::optimizer:
+            return "optimizer";
     }
     return "?";
 }

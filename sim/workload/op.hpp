@@ -47,8 +47,8 @@ struct Op {
     std::string name;
     OpKind kind = OpKind::fusion;
     Phase phase = Phase::forward;
-    int layer = -1;         // transformer block, or -1
-    int param_group = -1;   // parameters this op reads (for FSDP gathers), or -1
+    int layer = -1;                   // transformer block, or -1
+    int param_group = -1;             // parameters this op reads (for FSDP gathers), or -1
     bool attention_internal = false;  // scores, softmax, context: what remat=attention recomputes
     bool kept_for_backward = false;   // output saved until the backward under the remat policy
     MatmulShape matmul;               // when kind == matmul

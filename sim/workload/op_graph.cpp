@@ -49,7 +49,9 @@ std::vector<int> OpGraph::predecessors(int index) const {
     return out;
 }
 
-std::size_t OpGraph::edge_count() const { return boost::num_edges(graph_->g); }
+std::size_t OpGraph::edge_count() const {
+    return boost::num_edges(graph_->g);
+}
 
 std::vector<int> OpGraph::topological_order() const {
     // boost::topological_sort proves acyclicity (it throws not_a_dag); the returned order is then

@@ -22,7 +22,7 @@ struct ParamGroup {
 // The ops of one training step (one microbatch's forward and backward, then the optimizer) as a
 // DAG on a Boost.Graph adjacency list. Edges are data dependencies.
 class OpGraph {
-public:
+  public:
     OpGraph();
     ~OpGraph();
     OpGraph(const OpGraph& other);
@@ -48,7 +48,7 @@ public:
     int layers = 0;
     std::int64_t tokens_per_microbatch = 0;  // global, all chips
 
-private:
+  private:
     struct Graph;
     std::vector<Op> ops_;
     std::unique_ptr<Graph> graph_;

@@ -57,9 +57,15 @@ bool loads_or_reports(const std::string& text, Kind kind) {
     std::ofstream(tmp, std::ios::binary) << text;
     try {
         switch (kind) {
-            case Kind::run: config::load_run_file(tmp.string()); break;
-            case Kind::model: config::load_model_file(tmp.string()); break;
-            case Kind::topology: config::load_topology_file(tmp.string()); break;
+            case Kind::run:
+                config::load_run_file(tmp.string());
+                break;
+            case Kind::model:
+                config::load_model_file(tmp.string());
+                break;
+            case Kind::topology:
+                config::load_topology_file(tmp.string());
+                break;
         }
     } catch (const core::UserError& e) {
         fs::remove(tmp);
@@ -140,7 +146,8 @@ TEST_CASE("the command line exits with code 2 on bad input and lists every error
     int status = std::system(command.c_str());
     REQUIRE(WIFEXITED(status));
     CHECK(WEXITSTATUS(status) == 2);
-    std::string good = std::string(PODSIM_BINARY) + " check " + test::source_path("configs/default.yaml") + " > /dev/null";
+    std::string good =
+        std::string(PODSIM_BINARY) + " check " + test::source_path("configs/default.yaml") + " > /dev/null";
     CHECK(WEXITSTATUS(std::system(good.c_str())) == 0);
     std::string unknown = std::string(PODSIM_BINARY) + " run --format yaml > /dev/null 2>&1";
     CHECK(WEXITSTATUS(std::system(unknown.c_str())) == 2);

@@ -63,7 +63,8 @@ TEST_CASE("engine runs events by time, ties in insertion order") {
 
 TEST_CASE("did-you-mean suggestions") {
     CHECK(edit_distance("kitten", "sitting") == 3);
-    CHECK(closest_match("global_bacth", {"global_batch", "seq_len"}) == std::optional<std::string>("global_batch"));
+    CHECK(closest_match("global_bacth", {"global_batch", "seq_len"}) ==
+          std::optional<std::string>("global_batch"));
     CHECK(closest_match("remt", {"remat", "dtype"}) == std::optional<std::string>("remat"));
     CHECK_FALSE(closest_match("zzzzzz", {"remat", "dtype"}).has_value());
 }

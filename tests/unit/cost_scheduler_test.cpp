@@ -22,7 +22,7 @@ TEST_CASE("matmul roofline with MXU padding") {
     big.category = OpCategory::matmul;
     big.mm_m = big.mm_n = big.mm_k = 4096;
     big.flops = 2.0 * 4096 * 4096 * 4096;  // 1.374e11
-    big.bytes = 3.0 * 4096 * 4096 * 2;       // two inputs and the output in bf16
+    big.bytes = 3.0 * 4096 * 4096 * 2;     // two inputs and the output in bf16
     auto c = model.cost(big, program);
     // Compute-bound: 1.374e11 / (275e12 * 0.5) = 9.995e-4 s; memory 1.0e8 / (1.2e12 * 0.85) = 9.9e-5 s.
     CHECK(c.seconds == doctest::Approx(2.0 * 4096.0 * 4096 * 4096 / (275e12 * 0.5)));
@@ -47,7 +47,8 @@ namespace {
 // compute A (1 ms) -> all-gather C (2 ms); compute B (1 ms) independent; compute D (1 ms) needs C.
 parallel::DeviceProgram small_program() {
     parallel::DeviceProgram p;
-    p.resources = {{"compute", parallel::ResourceKind::compute, -1}, {"ici:fsdp", parallel::ResourceKind::ici, 0}};
+    p.resources = {{"compute", parallel::ResourceKind::compute, -1},
+                   {"ici:fsdp", parallel::ResourceKind::ici, 0}};
     p.comm_axes = {{"fsdp", parallel::ResourceKind::ici, 4, {}}};
     DeviceOp a, b, c, d;
     a.name = "A";

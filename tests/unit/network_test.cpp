@@ -102,12 +102,14 @@ TEST_CASE("closed forms of the scaling book") {
     auto t_line = collectives::closed_form_ici(CollectiveKind::all_gather, V, {line}, W, hop);
     CHECK(t_line.time == doctest::Approx(2 * t_ring.time));
     // Two ring dimensions used concurrently (N = 16): V * 15/16 / (4 W).
-    auto t_2d = collectives::closed_form_ici(CollectiveKind::all_gather, V, {ring, network::AxisDimPart{1, 4, 1, true}}, W, hop);
+    auto t_2d = collectives::closed_form_ici(CollectiveKind::all_gather, V,
+                                             {ring, network::AxisDimPart{1, 4, 1, true}}, W, hop);
     CHECK(t_2d.time == doctest::Approx(V * 15 / 16 / (4 * W)));
     // all-reduce = reduce-scatter + all-gather.
     auto t_ar = collectives::closed_form_ici(CollectiveKind::all_reduce, V, {ring}, W, hop);
     CHECK(t_ar.time == doctest::Approx(2 * t_ring.time));
     // 1 KiB over a ring of 16 is latency-bound: 16/2 = 8 hops of 1 us.
-    auto t_small = collectives::closed_form_ici(CollectiveKind::all_gather, 1024, {network::AxisDimPart{0, 16, 1, true}}, W, hop);
+    auto t_small = collectives::closed_form_ici(CollectiveKind::all_gather, 1024,
+                                                {network::AxisDimPart{0, 16, 1, true}}, W, hop);
     CHECK(t_small.time == doctest::Approx(8e-6));
 }

@@ -26,8 +26,8 @@ TEST_CASE("parameter counts match the published ones") {
     CHECK(workload::count_params(model("llama2-7b")).total == 6'738'415'616);
     CHECK(workload::count_params(model("vit-b16")).total == 86'567'656);
     // GPT-2 2B: 18 x (12 d^2 + 13 d) + (50257 + 1024) d + 2 d, d = 3072.
-    CHECK(workload::count_params(model("gpt2-2b")).total == 18LL * (12LL * 3072 * 3072 + 13 * 3072) +
-                                                                 (50257LL + 1024) * 3072 + 2 * 3072);
+    CHECK(workload::count_params(model("gpt2-2b")).total ==
+          18LL * (12LL * 3072 * 3072 + 13 * 3072) + (50257LL + 1024) * 3072 + 2 * 3072);
 }
 
 TEST_CASE("forward matmul FLOPs of a GPT-2 layer and backward = 2 x forward") {
@@ -66,7 +66,8 @@ TEST_CASE("remat full recomputes every layer's forward and keeps only layer outp
     double forward_layers = 0, recompute = 0;
     int kept_in_layers = 0;
     for (const auto& op : g.ops()) {
-        if (op.kind == OpKind::matmul && op.layer >= 0 && op.phase == Phase::forward) forward_layers += matmul_flops(op);
+        if (op.kind == OpKind::matmul && op.layer >= 0 && op.phase == Phase::forward)
+            forward_layers += matmul_flops(op);
         if (op.kind == OpKind::matmul && op.phase == Phase::recompute) recompute += matmul_flops(op);
         if (op.layer >= 0 && op.phase == Phase::forward && op.kept_for_backward) ++kept_in_layers;
     }
@@ -75,9 +76,11 @@ TEST_CASE("remat full recomputes every layer's forward and keeps only layer outp
     // The graph is a DAG whose topological order keeps every op after its inputs.
     auto order = g.topological_order();
     std::vector<int> position(order.size());
-    for (std::size_t i = 0; i < order.size(); ++i) position[static_cast<std::size_t>(order[i])] = static_cast<int>(i);
+    for (std::size_t i = 0; i < order.size(); ++i)
+        position[static_cast<std::size_t>(order[i])] = static_cast<int>(i);
     for (std::size_t v = 0; v < g.size(); ++v) {
-        for (int p : g.predecessors(static_cast<int>(v))) CHECK(position[static_cast<std::size_t>(p)] < position[v]);
+        for (int p : g.predecessors(static_cast<int>(v)))
+            CHECK(position[static_cast<std::size_t>(p)] < position[v]);
     }
 }
 
@@ -108,8 +111,10 @@ TEST_CASE("ViT lowers patches, class token and classifier") {
 
 TEST_CASE("optimizer state: Adam two moments, Adafactor factored") {
     workload::ParamGroup g{"w", 0, 1000 * 500 + 500, true, {{1000, 500}}};
-    CHECK(workload::optimizer_state_bytes(g, workload::Optimizer::adam, core::DType::fp32) == 2.0 * 500500 * 4);
+    CHECK(workload::optimizer_state_bytes(g, workload::Optimizer::adam, core::DType::fp32) ==
+          2.0 * 500500 * 4);
     // Row + column statistics for the matrix, full state for the 500 bias entries.
-    CHECK(workload::optimizer_state_bytes(g, workload::Optimizer::adafactor, core::DType::fp32) == (1500.0 + 500) * 4);
+    CHECK(workload::optimizer_state_bytes(g, workload::Optimizer::adafactor, core::DType::fp32) ==
+          (1500.0 + 500) * 4);
     CHECK(workload::optimizer_state_bytes(g, workload::Optimizer::sgd, core::DType::fp32) == 500500.0 * 4);
 }

@@ -16,7 +16,8 @@ TEST_CASE("published end-to-end measurements") {
     std::cout << podsim::profile::format_suite(results);
     for (const auto& r : results) {
         CAPTURE(r.id);
-        CHECK_MESSAGE(r.status != podsim::profile::CaseStatus::fail, r.id << " misses its tolerance: error " << r.error);
+        CHECK_MESSAGE(r.status != podsim::profile::CaseStatus::fail,
+                      r.id << " misses its tolerance: error " << r.error);
         CHECK_MESSAGE(r.status != podsim::profile::CaseStatus::unexpected_pass,
                       r.id << " now passes: remove its expected_miss");
     }

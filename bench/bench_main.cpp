@@ -1,0 +1,61 @@
+// `make bench`: how fast podsim itself is. Wall-clock figures, medians over repeated runs; README
+// records the latest with the machine they were measured on.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "config/load.hpp"
+#include "run/simulate.hpp"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+}
+
+template <typename F>
+double time_median(int repeats, F&& body) {
+    std::vector<double> samples;
+    for (int i = 0; i < repeats; ++i) {
+        auto start = Clock::now();
+        body();
+        samples.push_back(std::chrono::duration<double>(Clock::now() - start).count());
+    }
+    return median(samples);
+}
+
+void bench_config(const std::string& label, const std::string& relative, int repeats) {
+    const std::string path = std::string(PODSIM_SOURCE_DIR) + "/" + relative;
+    const std::string command = std::string(PODSIM_BINARY) + " run " + path + " --format json > /dev/null";
+    double process = time_median(repeats, [&] {
+        if (std::system(command.c_str()) != 0) std::fprintf(stderr, "bench: %s failed\n", command.c_str());
+    });
+    auto spec = podsim::config::load_run_file(path);
+    double load = time_median(repeats, [&] { podsim::config::load_run_file(path); });
+    podsim::run::Simulation sim;
+    double simulate = time_median(repeats, [&] { sim = podsim::run::simulate(spec); });
+    fmt::print("{:<44} {:>9.1f} ms {:>9.1f} ms {:>9.1f} ms {:>8} {:>9}  step {:.3f} s, MFU {:.1f}%\n", label,
+               process * 1e3, load * 1e3, simulate * 1e3, sim.report.ops, sim.report.events,
+               sim.report.step_time_s, 100.0 * sim.report.mfu);
+}
+
+}  // namespace
+
+int main() {
+    fmt::print(
+        "podsim benchmarks (median wall time; process = `podsim run --format json`, whole process)\n\n");
+    fmt::print("{:<44} {:>12} {:>12} {:>12} {:>8} {:>9}\n", "case", "process", "load config", "simulate",
+               "ops", "events");
+    bench_config("default (GPT-2 2B FSDP, v4-8, 4 chips)", "configs/default.yaml", 21);
+    bench_config("GPT-2 128B FSDP, 4x8x8 (256 chips)", "configs/gpt2-128b-fsdp-v4-512.yaml", 11);
+    bench_config("MaxText 22B FSDP, 4x4x4 (64 chips)", "configs/maxtext-22b-fsdp-v4-128.yaml", 11);
+    return 0;
+}
