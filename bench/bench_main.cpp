@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "config/load.hpp"
+#include "run/collective_run.hpp"
 #include "run/simulate.hpp"
 
 namespace {
@@ -47,6 +48,21 @@ void bench_config(const std::string& label, const std::string& relative, int rep
                sim.report.step_time_s, 100.0 * sim.report.mfu);
 }
 
+void bench_pod_all_gather() {
+    podsim::run::CollectiveRequest r;
+    r.topology =
+        podsim::config::load_topology_file(std::string(PODSIM_SOURCE_DIR) + "/topologies/tpu-v4.yaml");
+    r.slice = *podsim::hardware::parse_slice_shape("16x16x16");
+    r.mesh.ici = {{"pod", 4096}};
+    r.axes = {"pod"};
+    r.bytes = 1024.0 * 1024 * 1024;
+    podsim::run::CollectiveResult result;
+    double seconds = time_median(5, [&] { result = podsim::run::run_collective(r); });
+    fmt::print("{:<44} {:>12} {:>12} {:>9.1f} ms {:>8} {:>9}  all-gather of 1 GiB: {:.3f} ms\n",
+               "all-gather, full 16x16x16 v4 pod (4096 chips)", "-", "-", seconds * 1e3,
+               result.plan.phases.size(), "", result.time_s * 1e3);
+}
+
 }  // namespace
 
 int main() {
@@ -57,5 +73,6 @@ int main() {
     bench_config("default (GPT-2 2B FSDP, v4-8, 4 chips)", "configs/default.yaml", 21);
     bench_config("GPT-2 128B FSDP, 4x8x8 (256 chips)", "configs/gpt2-128b-fsdp-v4-512.yaml", 11);
     bench_config("MaxText 22B FSDP, 4x4x4 (64 chips)", "configs/maxtext-22b-fsdp-v4-128.yaml", 11);
+    bench_pod_all_gather();
     return 0;
 }

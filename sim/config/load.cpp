@@ -8,6 +8,7 @@
 #include "config/schema.hpp"
 #include "config/yaml_reader.hpp"
 #include "core/suggest.hpp"
+#include "network/torus.hpp"
 #include "run/simulate.hpp"
 
 namespace podsim::config {
@@ -502,6 +503,14 @@ run::RunSpec parse_run(const YAML::Node& root, const std::string& file, const fs
         }
     }
     spec.slices = static_cast<int>(r.integer("slices", false).value_or(1));
+    spec.twisted_torus = r.boolean("twisted_torus").value_or(false);
+    if (spec.twisted_torus && slice_ok && topology_ok &&
+        (!spec.topology.ici.twisted_torus || !network::twistable(spec.slice))) {
+        r.error("twisted_torus",
+                fmt::format("{} slice {} cannot be twisted (n x n x 2n or n x 2n x 2n, n >= 4, on a "
+                            "topology with twisted tori)",
+                            spec.topology.name, spec.slice.to_string()));
+    }
 
     std::size_t errors_before_mesh = d.size();
     if (slice_ok) parse_mesh(r, spec, d);
@@ -710,6 +719,82 @@ std::vector<ValidationCase> load_validation_suite(const std::string& directory) 
                 }
                 if (auto v = values.number(name, true)) out[name] = *v;
             }
+        }
+        cases.push_back(std::move(c));
+    }
+    core::throw_if_errors(d);
+    return cases;
+}
+
+std::vector<CollectiveCase> load_collective_suite(const std::string& directory) {
+    Diagnostics d;
+    std::vector<fs::path> files;
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(directory, ec)) {
+        if (entry.path().extension() == ".yaml") files.push_back(entry.path());
+    }
+    std::sort(files.begin(), files.end());
+    const std::vector<std::string> keys = {
+        "schema", "id",   "source", "setup",    "predicted_by_source", "topology",  "slice",        "mesh",
+        "op",     "axis", "bytes",  "measured", "pod_viewer",          "tolerance", "expected_miss"};
+    std::vector<CollectiveCase> cases;
+    for (const auto& f : files) {
+        const std::string file = f.string();
+        YAML::Node root = detail::load_yaml_file(file, d);
+        if (!root.IsDefined() || root.IsNull()) continue;
+        MapReader r(root, file, "", d, keys);
+        if (!r.ok()) continue;
+        check_schema(r, "podsim.collective-validation/v1");
+        CollectiveCase c;
+        c.file = file;
+        c.id = r.string("id", true).value_or(f.stem().string());
+        c.source = r.string("source", true).value_or("");
+        c.setup = r.string("setup", false).value_or("");
+        c.expected_miss = r.string("expected_miss", false);
+        c.op = r.string("op", true).value_or("");
+        if (r.has("topology")) {
+            if (auto p = resolve_reference(r, "topology", "topologies", f.parent_path())) {
+                Diagnostics local;
+                YAML::Node t = detail::load_yaml_file(p->string(), local);
+                if (local.empty()) c.topology = parse_topology(t, p->string(), "", local);
+                d.append(local);
+            }
+        } else {
+            r.error("topology", "missing required key");
+        }
+        if (auto s = r.string("slice", true)) {
+            if (auto shape = hardware::parse_slice_shape(*s)) {
+                c.slice = hardware::normalized_slice(c.topology, *shape);
+            } else {
+                r.error("slice", fmt::format("'{}' is not a slice shape", *s));
+            }
+        }
+        if (auto m = r.string("mesh", true)) {
+            if (auto axes = network::parse_axis_list(*m)) {
+                c.mesh.ici = *axes;
+            } else {
+                r.error("mesh", fmt::format("'{}' is not name=size,...", *m));
+            }
+        }
+        if (auto a = r.string("axis", true)) c.axes = {*a};
+        if (r.has("pod_viewer")) {
+            c.pod_viewer = (f.parent_path() / r.string("pod_viewer", true).value_or("")).string();
+        } else {
+            c.bytes = r.quantity("bytes", Dimension::bytes, true).value_or(0);
+            if (r.has("measured")) {
+                MapReader m(r.raw("measured"), file, "measured", d, {"time"});
+                c.measured_time = m.quantity("time", Dimension::time, true).value_or(0);
+            } else {
+                r.error("measured", "missing required key");
+            }
+        }
+        if (r.has("tolerance")) {
+            MapReader t(r.raw("tolerance"), file, "tolerance", d, {"rel", "abs", "median_rel"});
+            c.tolerance_rel = t.number("rel", false).value_or(0);
+            c.tolerance_abs = t.quantity("abs", Dimension::time, false).value_or(0);
+            c.tolerance_median_rel = t.number("median_rel", false).value_or(0);
+        } else {
+            r.error("tolerance", "missing required key");
         }
         cases.push_back(std::move(c));
     }

@@ -46,4 +46,27 @@ struct ValidationCase {
 // Every *.yaml directly in `directory`, sorted by file name.
 std::vector<ValidationCase> load_validation_suite(const std::string& directory);
 
+// A measured collective (schema podsim.collective-validation/v1): one op on a slice, with either one
+// measured time or an XProf pod-viewer file whose all-reduces are each compared.
+struct CollectiveCase {
+    std::string id;
+    std::string file;
+    std::string source;
+    std::string setup;
+    hardware::TopologySpec topology;
+    hardware::SliceShape slice;
+    network::MeshSpec mesh;
+    std::string op;
+    std::vector<std::string> axes;
+    double bytes = 0.0;
+    double measured_time = 0.0;  // seconds; 0 when pod_viewer is given
+    std::string pod_viewer;      // path, resolved against the case file
+    double tolerance_rel = 0.0;
+    double tolerance_abs = 0.0;         // seconds
+    double tolerance_median_rel = 0.0;  // for pod-viewer cases
+    std::optional<std::string> expected_miss;
+};
+
+std::vector<CollectiveCase> load_collective_suite(const std::string& directory);
+
 }  // namespace podsim::config

@@ -18,6 +18,8 @@ const std::vector<KeyDoc>& run_schema() {
          "a name in topologies/, a path relative to this file, or an inline podsim.topology/v1 mapping"},
         {"slice", "shape", "(required)", "physical shape of one slice in chips, e.g. 2x2x1 or 4x4x8"},
         {"slices", "int", "1", "slices joined over DCN"},
+        {"twisted_torus", "bool", "false",
+         "twisted wraparound for n x n x 2n and n x 2n x 2n slices where the topology allows it"},
         {"mesh", "mapping", "(required)",
          "logical axes: shorthand {fsdp: 4} for one slice, or {ici: {...}, dcn: {...}}; axis names data, "
          "fsdp, "

@@ -44,7 +44,9 @@ UserError::UserError(Diagnostics diagnostics)
     message_ = diagnostics_.to_string();
 }
 
-const char* UserError::what() const noexcept { return message_.c_str(); }
+const char* UserError::what() const noexcept {
+    return message_.c_str();
+}
 
 void throw_if_errors(const Diagnostics& diagnostics) {
     if (!diagnostics.empty()) throw UserError(diagnostics);

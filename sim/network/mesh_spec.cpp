@@ -1,5 +1,7 @@
 #include "network/mesh_spec.hpp"
 
+#include <charconv>
+
 namespace podsim::network {
 namespace {
 long product(const std::vector<MeshAxis>& axes) {
@@ -44,6 +46,26 @@ std::string MeshSpec::to_string() const {
     std::string out = "ici{" + join(ici) + "}";
     if (!dcn.empty()) out += " dcn{" + join(dcn) + "}";
     return out;
+}
+
+std::optional<std::vector<MeshAxis>> parse_axis_list(std::string_view text) {
+    std::vector<MeshAxis> axes;
+    std::size_t start = 0;
+    while (start < text.size()) {
+        std::size_t end = text.find(',', start);
+        if (end == std::string_view::npos) end = text.size();
+        std::string_view item = text.substr(start, end - start);
+        std::size_t eq = item.find('=');
+        if (eq == std::string_view::npos || eq == 0) return std::nullopt;
+        int size = 0;
+        auto digits = item.substr(eq + 1);
+        auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), size);
+        if (ec != std::errc() || ptr != digits.data() + digits.size() || size <= 0) return std::nullopt;
+        axes.push_back(MeshAxis{std::string(item.substr(0, eq)), size});
+        start = end + 1;
+    }
+    if (axes.empty()) return std::nullopt;
+    return axes;
 }
 
 }  // namespace podsim::network

@@ -1,7 +1,9 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace podsim::network {
@@ -27,5 +29,8 @@ struct MeshSpec {
     long dcn_size_of(const std::string& name) const;
     std::string to_string() const;
 };
+
+// Parses "fsdp=16,tensor=4"; nullopt when an item is not name=positive-size.
+std::optional<std::vector<MeshAxis>> parse_axis_list(std::string_view text);
 
 }  // namespace podsim::network

@@ -1,9 +1,14 @@
 #include "profile/suite.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
 
+#include "core/diagnostics.hpp"
+#include "core/quantity.hpp"
+#include "profile/pod_viewer.hpp"
+#include "run/collective_run.hpp"
 #include "run/simulate.hpp"
 
 namespace podsim::profile {
@@ -72,16 +77,93 @@ std::vector<CaseResult> evaluate_suite(const std::vector<config::ValidationCase>
 }
 
 namespace {
+
+CaseStatus judge(bool within, bool marked) {
+    if (within) return marked ? CaseStatus::unexpected_pass : CaseStatus::pass;
+    return marked ? CaseStatus::expected_miss : CaseStatus::fail;
+}
+
+}  // namespace
+
+std::vector<CaseResult> evaluate_collective_suite(const std::vector<config::CollectiveCase>& cases) {
+    std::vector<CaseResult> results;
+    for (const auto& c : cases) {
+        run::CollectiveRequest request;
+        request.topology = c.topology;
+        request.slice = c.slice;
+        request.mesh = c.mesh;
+        auto kind = collectives::parse_collective(c.op);
+        if (!kind) {
+            core::Diagnostics d;
+            d.error({c.file, 0, 0}, "op", "unknown collective '" + c.op + "'");
+            throw core::UserError(d);
+        }
+        request.kind = *kind;
+        request.axes = c.axes;
+        CaseResult r;
+        r.id = c.id;
+        r.source = c.source;
+        r.expected_miss = c.expected_miss.value_or("");
+        if (!c.pod_viewer.empty()) {
+            PodViewer pv = read_pod_viewer(c.pod_viewer);
+            std::vector<double> errors;
+            for (const auto& ar : pv.all_reduces) {
+                request.bytes = ar.data_bytes;
+                double predicted = run::run_collective(request).time_s;
+                errors.push_back(std::fabs(predicted - ar.duration_s) / ar.duration_s);
+            }
+            std::sort(errors.begin(), errors.end());
+            std::size_t n = errors.size();
+            double median = n == 0 ? 0.0 : (n % 2 ? errors[n / 2] : (errors[n / 2 - 1] + errors[n / 2]) / 2);
+            r.metric = "median_rel_error";
+            r.predicted = median;
+            r.measured = 0.0;
+            r.error = median;
+            r.relative = false;
+            r.tolerance = c.tolerance_median_rel;
+            r.status = judge(n > 0 && median <= r.tolerance, c.expected_miss.has_value());
+        } else {
+            request.bytes = c.bytes;
+            double predicted = run::run_collective(request).time_s;
+            r.metric = "time_s";
+            r.predicted = predicted;
+            r.measured = c.measured_time;
+            if (c.tolerance_abs > 0) {
+                r.error = predicted - c.measured_time;
+                r.relative = false;
+                r.tolerance = c.tolerance_abs;
+            } else {
+                r.error = (predicted - c.measured_time) / c.measured_time;
+                r.relative = true;
+                r.tolerance = c.tolerance_rel;
+            }
+            r.status = judge(std::fabs(r.error) <= r.tolerance, c.expected_miss.has_value());
+        }
+        results.push_back(std::move(r));
+    }
+    return results;
+}
+
+namespace {
 std::string value_text(const CaseResult& r, double v) {
-    return r.metric == "step_time_s" ? fmt::format("{:.3f} s", v) : fmt::format("{:.3f}", v);
+    if (r.metric == "step_time_s") return fmt::format("{:.3f} s", v);
+    if (r.metric == "time_s") return core::format_seconds(v);
+    if (r.metric == "median_rel_error") return v == 0.0 ? std::string("(per op)") : fmt::format("{:.2f}", v);
+    return fmt::format("{:.3f}", v);
 }
 std::string error_text(const CaseResult& r) {
-    return r.relative ? fmt::format("{:+.1f}%", 100.0 * r.error) : fmt::format("{:+.3f}", r.error);
+    if (r.relative) return fmt::format("{:+.1f}%", 100.0 * r.error);
+    if (r.metric == "time_s") return (r.error >= 0 ? "+" : "-") + core::format_seconds(std::fabs(r.error));
+    if (r.metric == "median_rel_error") return fmt::format("{:.0f}%", 100.0 * r.error);
+    return fmt::format("{:+.3f}", r.error);
 }
 std::string tolerance_text(const CaseResult& r) {
-    return r.relative ? fmt::format("±{:.0f}%", 100.0 * r.tolerance) : fmt::format("±{:.3f}", r.tolerance);
+    if (r.relative || r.metric == "median_rel_error") return fmt::format("±{:.0f}%", 100.0 * r.tolerance);
+    if (r.metric == "time_s") return "±" + core::format_seconds(r.tolerance);
+    return fmt::format("±{:.3f}", r.tolerance);
 }
 std::string mfu_text(const CaseResult& r) {
+    if (r.metric == "time_s" || r.metric == "median_rel_error") return "";
     std::string s = fmt::format("{:.1f}%", 100.0 * r.predicted_mfu);
     if (r.measured_mfu > 0) s += fmt::format(" / {:.1f}%", 100.0 * r.measured_mfu);
     return s;

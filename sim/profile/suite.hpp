@@ -35,6 +35,10 @@ struct CaseResult {
 
 std::vector<CaseResult> evaluate_suite(const std::vector<config::ValidationCase>& cases);
 
+// Collective cases: metric time_s (relative or absolute tolerance), or, for a pod-viewer file,
+// median_rel_error over its all-reduces.
+std::vector<CaseResult> evaluate_collective_suite(const std::vector<config::CollectiveCase>& cases);
+
 // A plain-text table (one row per case, then "N passed, N failed"), or the Markdown table of README.
 std::string format_suite(const std::vector<CaseResult>& results);
 std::string format_suite_markdown(const std::vector<CaseResult>& results);

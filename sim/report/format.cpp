@@ -60,8 +60,10 @@ std::string format_table(const RunReport& r) {
     out += fmt::format("  {:<20} {:>7} {:>12} {:>8}\n", "category", "count", "time", "share");
     for (const auto& s : r.op_stats) {
         // Host time is not device time: XProf's op stats leave it out of the shares too.
-        std::string share = s.category == "host" ? std::string("-") : fmt::format("{:.1f}%", 100.0 * s.fraction);
-        out += fmt::format("  {:<20} {:>7} {:>12} {:>8}\n", s.category, s.count, format_seconds(s.time_s), share);
+        std::string share =
+            s.category == "host" ? std::string("-") : fmt::format("{:.1f}%", 100.0 * s.fraction);
+        out += fmt::format("  {:<20} {:>7} {:>12} {:>8}\n", s.category, s.count, format_seconds(s.time_s),
+                           share);
     }
     out += "\nresources\n";
     for (const auto& res : r.resources) {

@@ -20,6 +20,7 @@ struct RunSpec {
     hardware::TopologySpec topology;
     hardware::SliceShape slice;
     int slices = 1;
+    bool twisted_torus = false;  // use the twisted wraparound where the topology and shape allow it
     network::MeshSpec mesh;
     workload::TrainingSpec training;
     parallel::RuntimeSpec runtime;

@@ -1,5 +1,8 @@
 #include "run/simulate.hpp"
 
+#include <map>
+#include <tuple>
+
 #include <fmt/format.h>
 
 #include "core/diagnostics.hpp"
@@ -57,6 +60,47 @@ std::vector<SemanticError> semantic_errors(const RunSpec& spec) {
     return errors;
 }
 
+namespace {
+
+// Lowers every ICI collective of the program onto the torus links. Collectives that are the same
+// (kind, axis, bytes) share one plan: every layer's all-gather of an FSDP run is one plan.
+scheduler::NetworkInput plan_network(const RunSpec& spec, Simulation& sim) {
+    scheduler::NetworkInput input;
+    const auto& ops = sim.program.ops;
+    sim.plan_of_op.assign(ops.size(), -1);
+    bool any_ici = false;
+    for (const auto& axis : sim.program.comm_axes)
+        any_ici = any_ici || axis.kind == parallel::ResourceKind::ici;
+    if (!any_ici) return input;
+    sim.torus = std::make_shared<network::Torus>(spec.topology, spec.slice, spec.twisted_torus);
+    std::map<std::tuple<int, int, double>, int> index;
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+        const auto& op = ops[i];
+        if (!parallel::is_collective(op.category)) continue;
+        const auto& axis = sim.program.comm_axes[static_cast<std::size_t>(op.comm_axis)];
+        if (axis.kind != parallel::ResourceKind::ici) continue;
+        auto key = std::make_tuple(op.comm_axis, static_cast<int>(op.collective), op.collective_bytes);
+        auto [it, inserted] = index.try_emplace(key, static_cast<int>(sim.plans.size()));
+        if (inserted) {
+            sim.plans.push_back(collectives::plan_collective(*sim.torus, op.collective, op.collective_bytes,
+                                                             axis.parts, spec.topology.ici.hop_latency,
+                                                             spec.calibration.collective_overhead));
+        }
+        sim.plan_of_op[i] = it->second;
+    }
+    input.plan_of_op.assign(ops.size(), nullptr);
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+        if (sim.plan_of_op[i] >= 0)
+            input.plan_of_op[i] = &sim.plans[static_cast<std::size_t>(sim.plan_of_op[i])];
+    }
+    for (const auto& link : sim.torus->links()) {
+        input.link_bandwidth.push_back(link.bandwidth * spec.calibration.ici_link_efficiency);
+    }
+    return input;
+}
+
+}  // namespace
+
 Simulation simulate(const RunSpec& spec) {
     Simulation sim;
     auto mapping = network::map_mesh_axes(spec.topology, spec.slice, spec.mesh);
@@ -73,7 +117,8 @@ Simulation simulate(const RunSpec& spec) {
     cost::CostModel model(
         cost::CostContext{spec.topology, spec.runtime, spec.calibration, spec.training.dtype});
     sim.costs = model.cost_all(sim.program);
-    sim.timeline = scheduler::schedule(sim.program, sim.costs, spec.runtime);
+    scheduler::NetworkInput network = plan_network(spec, sim);
+    sim.timeline = scheduler::schedule(sim.program, sim.costs, spec.runtime, sim.torus ? &network : nullptr);
     sim.memory = memory::profile_memory(sim.program, sim.timeline, spec.topology.chip.hbm_capacity);
     sim.report = report::build_report(report::ReportInput{
         spec.name, spec.model, spec.training, spec.runtime, spec.topology, spec.slice, spec.slices, spec.mesh,

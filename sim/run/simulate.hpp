@@ -3,9 +3,13 @@
 #include <string>
 #include <vector>
 
+#include <memory>
+
+#include "collectives/comm_plan.hpp"
 #include "cost/cost_model.hpp"
 #include "memory/memory_profile.hpp"
 #include "network/axis_mapping.hpp"
+#include "network/torus.hpp"
 #include "parallel/device_program.hpp"
 #include "report/run_report.hpp"
 #include "run/run_spec.hpp"
@@ -16,6 +20,9 @@ namespace podsim::run {
 // Every stage's output, so that each can be dumped and tested on its own (DESIGN.md §2).
 struct Simulation {
     std::vector<network::AxisMapping> mapping;
+    std::shared_ptr<const network::Torus> torus;  // null for a single chip
+    std::vector<collectives::CommPlan> plans;     // distinct ICI collective plans
+    std::vector<int> plan_of_op;                  // index into plans, or -1
     parallel::DeviceProgram program;
     std::vector<cost::OpCost> costs;
     scheduler::Timeline timeline;

@@ -1,16 +1,20 @@
 #include "scheduler/scheduler.hpp"
 
+#include <memory>
+
+#include "collectives/flow_network.hpp"
 #include "core/assert.hpp"
 #include "core/engine.hpp"
 
 namespace podsim::scheduler {
 namespace {
 
-class ProgramRun final : public core::EventHandler {
+class ProgramRun final : public core::EventHandler, public collectives::CollectiveListener {
   public:
     ProgramRun(const parallel::DeviceProgram& program, const std::vector<cost::OpCost>& costs,
-               bool synchronous)
-        : program_(program), costs_(costs) {
+               bool synchronous, const NetworkInput* network)
+        : program_(program), network_input_(network) {
+        if (network) network_ = std::make_unique<collectives::FlowNetwork>(engine_, network->link_bandwidth);
         const std::size_t n = program.ops.size();
         durations_.resize(n);
         for (std::size_t i = 0; i < n; ++i) durations_[i] = core::from_seconds(costs[i].seconds);
@@ -28,6 +32,7 @@ class ProgramRun final : public core::EventHandler {
         for (std::size_t r = 0; r < queues_.size(); ++r) try_start(static_cast<int>(r));
         timeline_.step_time = engine_.run();
         timeline_.events = engine_.events_processed();
+        if (network_) timeline_.link_bytes = network_->link_bytes();
         for (std::size_t r = 0; r < queues_.size(); ++r) {
             PODSIM_ASSERT(heads_[r] == queues_[r].size(), "deadlock: an op never became ready");
         }
@@ -35,7 +40,14 @@ class ProgramRun final : public core::EventHandler {
     }
 
     void on_event(core::Time now, std::uint64_t tag) override {
-        const auto op = static_cast<std::size_t>(tag);
+        complete(now, static_cast<std::size_t>(tag));
+    }
+    void on_collective_done(core::Time now, std::uint64_t tag) override {
+        complete(now, static_cast<std::size_t>(tag));
+    }
+
+  private:
+    void complete(core::Time now, std::size_t op) {
         const auto resource = static_cast<std::size_t>(program_.ops[op].resource);
         timeline_.spans[op].end = now;
         busy_[resource] = false;
@@ -47,7 +59,6 @@ class ProgramRun final : public core::EventHandler {
         try_start(static_cast<int>(resource));
     }
 
-  private:
     void build_dependencies(bool synchronous) {
         const std::size_t n = program_.ops.size();
         std::vector<std::vector<int>> deps(n);
@@ -91,12 +102,17 @@ class ProgramRun final : public core::EventHandler {
         if (pending_[op] != 0) return;
         busy_[r] = true;
         timeline_.spans[op] = Span{static_cast<int>(op), resource, engine_.now(), engine_.now()};
-        engine_.schedule_after(durations_[op], *this, op);
+        if (network_ && network_input_->plan_of_op[op] != nullptr) {
+            network_->start(*network_input_->plan_of_op[op], *this, op);
+        } else {
+            engine_.schedule_after(durations_[op], *this, op);
+        }
     }
 
     const parallel::DeviceProgram& program_;
-    const std::vector<cost::OpCost>& costs_;
+    const NetworkInput* network_input_;
     core::Engine engine_;
+    std::unique_ptr<collectives::FlowNetwork> network_;
     std::vector<core::Time> durations_;
     std::vector<int> pending_;
     std::vector<std::size_t> succ_begin_;
@@ -110,9 +126,10 @@ class ProgramRun final : public core::EventHandler {
 }  // namespace
 
 Timeline schedule(const parallel::DeviceProgram& program, const std::vector<cost::OpCost>& costs,
-                  const parallel::RuntimeSpec& runtime) {
+                  const parallel::RuntimeSpec& runtime, const NetworkInput* network) {
     PODSIM_ASSERT(costs.size() == program.ops.size(), "one cost per op");
-    ProgramRun run(program, costs, !runtime.async());
+    PODSIM_ASSERT(!network || network->plan_of_op.size() == program.ops.size(), "one plan slot per op");
+    ProgramRun run(program, costs, !runtime.async(), network);
     return run.run();
 }
 

@@ -2,6 +2,7 @@
 
 #include <vector>
 
+#include "collectives/comm_plan.hpp"
 #include "cost/cost_model.hpp"
 #include "parallel/device_program.hpp"
 #include "parallel/runtime_spec.hpp"
@@ -15,7 +16,15 @@ namespace podsim::scheduler {
 // has finished. With synchronous collectives (runtime.async() false) a collective also waits for
 // the compute before it and the compute after it waits for the collective, so communication
 // blocks the TensorCore; with async ones only data dependencies order them and they overlap.
+//
+// With a network, ICI collectives with a plan are not given a fixed duration: their flows run on
+// the shared links of the flow-level network model and finish when their last phase does.
+struct NetworkInput {
+    std::vector<const collectives::CommPlan*> plan_of_op;  // indexed like program.ops; null = fixed cost
+    std::vector<double> link_bandwidth;                    // bytes/s per torus link id
+};
+
 Timeline schedule(const parallel::DeviceProgram& program, const std::vector<cost::OpCost>& costs,
-                  const parallel::RuntimeSpec& runtime);
+                  const parallel::RuntimeSpec& runtime, const NetworkInput* network = nullptr);
 
 }  // namespace podsim::scheduler

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -18,7 +19,8 @@ struct Span {
 struct Timeline {
     std::vector<Span> spans;  // indexed like DeviceProgram::ops
     core::Time step_time = 0;
-    std::uint64_t events = 0;  // events the engine processed
+    std::uint64_t events = 0;        // events the engine processed
+    std::vector<double> link_bytes;  // bytes each torus link carried, when a network was simulated
 };
 
 }  // namespace podsim::scheduler

@@ -1,0 +1,160 @@
+#include "collectives/flow_network.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "core/assert.hpp"
+
+namespace podsim::collectives {
+namespace {
+
+// Event tags: the top bit marks "phase latency elapsed" (low bits: transfer slot); otherwise the
+// tag is the generation of a flow-completion check.
+constexpr std::uint64_t kLatencyBit = std::uint64_t{1} << 63;
+// Bytes below which a flow counts as arrived (rounding of integer picosecond times).
+constexpr double kBytesEpsilon = 1e-3;
+
+}  // namespace
+
+FlowNetwork::FlowNetwork(core::Engine& engine, std::vector<double> link_bandwidth)
+    : engine_(engine), bandwidth_(std::move(link_bandwidth)), link_bytes_(bandwidth_.size(), 0.0) {
+    capacity_.resize(bandwidth_.size());
+    unfixed_on_link_.resize(bandwidth_.size());
+}
+
+void FlowNetwork::start(const CommPlan& plan, CollectiveListener& listener, std::uint64_t tag) {
+    int slot;
+    if (!free_transfers_.empty()) {
+        slot = free_transfers_.back();
+        free_transfers_.pop_back();
+    } else {
+        slot = static_cast<int>(transfers_.size());
+        transfers_.emplace_back();
+    }
+    transfers_[static_cast<std::size_t>(slot)] = Transfer{&plan, &listener, tag, 0, 0, true};
+    begin_phase(slot);
+}
+
+void FlowNetwork::begin_phase(int slot) {
+    Transfer& t = transfers_[static_cast<std::size_t>(slot)];
+    if (t.phase >= t.plan->phases.size()) {
+        t.in_use = false;
+        free_transfers_.push_back(slot);
+        t.listener->on_collective_done(engine_.now(), t.tag);
+        return;
+    }
+    const CommPhase& phase = t.plan->phases[t.phase];
+    engine_.schedule_after(core::from_seconds(phase.latency), *this,
+                           kLatencyBit | static_cast<std::uint64_t>(slot));
+}
+
+void FlowNetwork::inject_flows(int slot) {
+    Transfer& t = transfers_[static_cast<std::size_t>(slot)];
+    const CommPhase& phase = t.plan->phases[t.phase];
+    advance_to(engine_.now());
+    t.flows_left = 0;
+    for (const Flow& flow : phase.flows) {
+        if (flow.bytes <= kBytesEpsilon || flow.links.empty()) continue;
+        active_.push_back(ActiveFlow{slot, &flow, flow.bytes, 0.0});
+        ++t.flows_left;
+    }
+    if (t.flows_left == 0) {
+        finish_phase(slot);
+        return;
+    }
+    reallocate();
+}
+
+void FlowNetwork::finish_phase(int slot) {
+    Transfer& t = transfers_[static_cast<std::size_t>(slot)];
+    ++t.phase;
+    begin_phase(slot);
+}
+
+void FlowNetwork::advance_to(core::Time now) {
+    const double elapsed = core::to_seconds(now - last_update_);
+    last_update_ = now;
+    if (elapsed <= 0.0) return;
+    for (auto& f : active_) {
+        double moved = std::min(f.remaining, f.rate * elapsed);
+        f.remaining -= moved;
+        for (int link : f.flow->links) link_bytes_[static_cast<std::size_t>(link)] += moved;
+    }
+}
+
+void FlowNetwork::reallocate() {
+    // Progressive filling: repeatedly find the link with the smallest fair share among the flows
+    // not yet fixed, and fix those flows at that share.
+    std::fill(unfixed_on_link_.begin(), unfixed_on_link_.end(), 0);
+    std::vector<int> touched;
+    for (auto& f : active_) {
+        f.rate = -1.0;
+        for (int link : f.flow->links) {
+            auto l = static_cast<std::size_t>(link);
+            if (unfixed_on_link_[l]++ == 0) {
+                capacity_[l] = bandwidth_[l];
+                touched.push_back(link);
+            }
+        }
+    }
+    std::size_t unfixed = active_.size();
+    while (unfixed > 0) {
+        double best = std::numeric_limits<double>::infinity();
+        int bottleneck = -1;
+        for (int link : touched) {
+            auto l = static_cast<std::size_t>(link);
+            if (unfixed_on_link_[l] == 0) continue;
+            double share = capacity_[l] / unfixed_on_link_[l];
+            if (share < best) {
+                best = share;
+                bottleneck = link;
+            }
+        }
+        PODSIM_ASSERT(bottleneck >= 0, "flows without links");
+        for (auto& f : active_) {
+            if (f.rate >= 0.0) continue;
+            if (std::find(f.flow->links.begin(), f.flow->links.end(), bottleneck) == f.flow->links.end())
+                continue;
+            f.rate = best;
+            --unfixed;
+            for (int link : f.flow->links) {
+                auto l = static_cast<std::size_t>(link);
+                capacity_[l] -= best;
+                --unfixed_on_link_[l];
+            }
+        }
+    }
+    // Next arrival.
+    double soonest = std::numeric_limits<double>::infinity();
+    for (const auto& f : active_) soonest = std::min(soonest, f.remaining / f.rate);
+    ++generation_;
+    engine_.schedule_after(core::from_seconds(soonest), *this, generation_);
+}
+
+void FlowNetwork::on_event(core::Time now, std::uint64_t tag) {
+    if (tag & kLatencyBit) {
+        inject_flows(static_cast<int>(tag & ~kLatencyBit));
+        return;
+    }
+    if (tag != generation_) return;  // superseded by a later reallocation
+    advance_to(now);
+    std::vector<int> finished_phase;
+    std::size_t kept = 0;
+    for (std::size_t i = 0; i < active_.size(); ++i) {
+        ActiveFlow& f = active_[i];
+        // Arrived: nothing left, or less than a picosecond's worth at its rate.
+        if (f.remaining <= kBytesEpsilon || f.remaining <= f.rate * 1e-12) {
+            for (int link : f.flow->links) link_bytes_[static_cast<std::size_t>(link)] += f.remaining;
+            Transfer& t = transfers_[static_cast<std::size_t>(f.transfer)];
+            if (--t.flows_left == 0) finished_phase.push_back(f.transfer);
+        } else {
+            active_[kept++] = f;
+        }
+    }
+    active_.resize(kept);
+    if (!active_.empty()) reallocate();
+    for (int slot : finished_phase) finish_phase(slot);
+}
+
+}  // namespace podsim::collectives

@@ -1,0 +1,69 @@
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "collectives/comm_plan.hpp"
+#include "core/engine.hpp"
+
+namespace podsim::collectives {
+
+// Told when a collective started with FlowNetwork::start has finished.
+class CollectiveListener {
+  public:
+    virtual ~CollectiveListener() = default;
+    virtual void on_collective_done(core::Time now, std::uint64_t tag) = 0;
+};
+
+// Flow-level model of the ICI links inside the discrete-event simulation. Flows in flight share
+// every link they cross by max-min fairness (progressive filling): the most contended link sets the
+// rate of its flows, which are then fixed, and so on. Rates are recomputed whenever a flow starts or
+// ends, so two collectives on the same links slow each other and collectives on disjoint links do
+// not. Plans run phase after phase: hop latency first, then the phase's flows.
+class FlowNetwork final : public core::EventHandler {
+  public:
+    FlowNetwork(core::Engine& engine, std::vector<double> link_bandwidth);
+
+    void start(const CommPlan& plan, CollectiveListener& listener, std::uint64_t tag);
+    void on_event(core::Time now, std::uint64_t tag) override;
+
+    // Bytes each link carried so far (both for reports and tests).
+    const std::vector<double>& link_bytes() const { return link_bytes_; }
+    std::size_t active_flows() const { return active_.size(); }
+
+  private:
+    struct Transfer {
+        const CommPlan* plan = nullptr;
+        CollectiveListener* listener = nullptr;
+        std::uint64_t tag = 0;
+        std::size_t phase = 0;
+        int flows_left = 0;
+        bool in_use = false;
+    };
+    struct ActiveFlow {
+        int transfer = 0;
+        const Flow* flow = nullptr;
+        double remaining = 0.0;  // bytes
+        double rate = 0.0;       // bytes/s
+    };
+
+    void begin_phase(int transfer);
+    void inject_flows(int transfer);
+    void finish_phase(int transfer);
+    void advance_to(core::Time now);
+    void reallocate();
+
+    core::Engine& engine_;
+    std::vector<double> bandwidth_;
+    std::vector<double> link_bytes_;
+    std::vector<Transfer> transfers_;
+    std::vector<int> free_transfers_;
+    std::vector<ActiveFlow> active_;
+    core::Time last_update_ = 0;
+    std::uint64_t generation_ = 0;  // invalidates completion events scheduled before a reallocation
+    // scratch for reallocate()
+    std::vector<double> capacity_;
+    std::vector<int> unfixed_on_link_;
+};
+
+}  // namespace podsim::collectives

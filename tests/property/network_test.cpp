@@ -1,0 +1,155 @@
+#include <doctest/doctest.h>
+
+#include "collectives/closed_form.hpp"
+#include "config/load.hpp"
+#include "run/collective_run.hpp"
+#include "support.hpp"
+
+// The link-level network model against the scaling book's closed forms, and its physical
+// properties: monotonic, wraparound beats a line, symmetric, contention only on shared links.
+
+using namespace podsim;
+using collectives::CollectiveKind;
+
+namespace {
+
+run::CollectiveRequest request(const std::string& topology, const std::string& slice, const std::string& mesh,
+                               const std::string& axis, CollectiveKind kind, double bytes) {
+    run::CollectiveRequest r;
+    r.topology = config::load_topology_file(test::source_path("topologies/" + topology + ".yaml"));
+    r.slice = hardware::normalized_slice(r.topology, *hardware::parse_slice_shape(slice));
+    r.mesh.ici = *network::parse_axis_list(mesh);
+    r.axes = {axis};
+    r.kind = kind;
+    r.bytes = bytes;
+    r.calibration.collective_overhead = 0.0;
+    return r;
+}
+
+}  // namespace
+
+TEST_CASE("uncontended rings and lines match the closed forms within 1%") {
+    const double GiB = 1024.0 * 1024 * 1024;
+    struct Case {
+        const char* topology;
+        const char* slice;
+        const char* mesh;
+        const char* axis;
+    };
+    // Rings of 4 and 16, a 2D and a 3D axis of equal dimensions, and lines (no wraparound).
+    for (Case c : {Case{"tpu-v4", "4x4x4", "a=16,b=4", "b"}, Case{"tpu-v4", "4x4x4", "a=16,b=4", "a"},
+                   Case{"tpu-v4", "4x4x4", "a=64", "a"}, Case{"tpu-v4", "16x16x16", "a=256,b=16", "b"},
+                   Case{"tpu-v4", "2x2x4", "a=4,b=4", "b"}, Case{"tpu-v5e", "8x4", "X=8,Y=4", "Y"},
+                   Case{"tpu-v5e", "16x16", "a=16,b=16", "b"}}) {
+        for (auto kind :
+             {CollectiveKind::all_gather, CollectiveKind::reduce_scatter, CollectiveKind::all_reduce}) {
+            CAPTURE(c.slice);
+            CAPTURE(c.mesh);
+            CAPTURE(c.axis);
+            CAPTURE(collectives::collective_name(kind));
+            auto r = run::run_collective(request(c.topology, c.slice, c.mesh, c.axis, kind, 1 * GiB));
+            CHECK(r.time_s == doctest::Approx(r.closed_form_s).epsilon(0.01));
+        }
+    }
+}
+
+TEST_CASE("time grows with bytes and falls with link bandwidth") {
+    double previous = 0.0;
+    for (double bytes = 1024; bytes <= 4.0 * 1024 * 1024 * 1024; bytes *= 4) {
+        auto r = run::run_collective(
+            request("tpu-v4", "4x4x4", "a=16,b=4", "a", CollectiveKind::all_reduce, bytes));
+        CHECK(r.time_s > previous);
+        previous = r.time_s;
+    }
+    auto slow = request("tpu-v4", "4x4x4", "a=16,b=4", "a", CollectiveKind::all_gather, 256e6);
+    auto fast = slow;
+    fast.topology.ici.link_bandwidth *= 2;
+    CHECK(run::run_collective(fast).time_s < run::run_collective(slow).time_s);
+}
+
+TEST_CASE("a ring (wraparound) is faster than a line of the same length") {
+    // z has length 4 in both; 4x4x4 wraps (whole cube), 2x2x4 does not.
+    auto ring =
+        run::run_collective(request("tpu-v4", "4x4x4", "a=16,z=4", "z", CollectiveKind::all_gather, 512e6));
+    auto line =
+        run::run_collective(request("tpu-v4", "2x2x4", "a=4,z=4", "z", CollectiveKind::all_gather, 512e6));
+    REQUIRE(ring.parts.size() == 1);
+    CHECK(ring.parts[0].wraps);
+    CHECK_FALSE(line.parts[0].wraps);
+    CHECK(line.time_s == doctest::Approx(2 * ring.time_s).epsilon(0.02));
+}
+
+TEST_CASE("symmetry: every group is alike and every ring link carries the same load") {
+    auto r =
+        run::run_collective(request("tpu-v4", "4x4x8", "a=32,b=4", "a", CollectiveKind::all_gather, 256e6));
+    REQUIRE_FALSE(r.groups.empty());
+    for (const auto& g : r.groups) CHECK(g.size() == 32);
+    std::vector<int> seen(128, 0);
+    for (const auto& g : r.groups) {
+        for (int chip : g) ++seen[static_cast<std::size_t>(chip)];
+    }
+    for (int count : seen) CHECK(count == 1);
+    for (const auto& use : r.links) {
+        CAPTURE(use.dim);
+        // All links used on a ring carry the same bytes: busiest == mean.
+        CHECK(use.max_utilization == doctest::Approx(use.mean_utilization));
+    }
+}
+
+TEST_CASE("contention: shared links slow collectives down, disjoint links do not") {
+    auto topology = config::load_topology_file(test::source_path("topologies/tpu-v4.yaml"));
+    auto slice = *hardware::parse_slice_shape("4x4x4");
+    network::Torus torus(topology, slice);
+    network::MeshSpec mesh;
+    mesh.ici = {{"fsdp", 16}, {"tensor", 4}};
+    auto mapping = std::get<std::vector<network::AxisMapping>>(network::map_mesh_axes(topology, slice, mesh));
+    const auto& fsdp = mapping[0].parts;    // y, z
+    const auto& tensor = mapping[1].parts;  // x
+    auto plan = [&](const std::vector<network::AxisDimPart>& parts) {
+        return collectives::plan_collective(torus, CollectiveKind::all_gather, 256e6, parts, 1e-6, 0.0);
+    };
+    double alone = run::run_concurrently(torus, {plan(fsdp)}, 1.0)[0];
+    auto same = run::run_concurrently(torus, {plan(fsdp), plan(fsdp)}, 1.0);
+    CHECK(same[0] > 1.9 * alone);
+    CHECK(same[1] > 1.9 * alone);
+    auto disjoint = run::run_concurrently(torus, {plan(fsdp), plan(tensor)}, 1.0);
+    CHECK(disjoint[0] == doctest::Approx(alone));
+}
+
+TEST_CASE("split dimensions: two axes on one torus dimension share its links") {
+    // {data: 2, fsdp: 32} on 4x4x4: z is split between them, so they contend on z's links.
+    auto topology = config::load_topology_file(test::source_path("topologies/tpu-v4.yaml"));
+    auto slice = *hardware::parse_slice_shape("4x4x4");
+    network::Torus torus(topology, slice);
+    network::MeshSpec mesh;
+    mesh.ici = {{"data", 2}, {"fsdp", 32}};
+    auto mapping = std::get<std::vector<network::AxisMapping>>(network::map_mesh_axes(topology, slice, mesh));
+    auto data =
+        collectives::plan_collective(torus, CollectiveKind::all_reduce, 256e6, mapping[0].parts, 1e-6, 0.0);
+    auto fsdp =
+        collectives::plan_collective(torus, CollectiveKind::all_reduce, 256e6, mapping[1].parts, 1e-6, 0.0);
+    double data_alone = run::run_concurrently(torus, {data}, 1.0)[0];
+    auto both = run::run_concurrently(torus, {data, fsdp}, 1.0);
+    CHECK(both[0] > data_alone * 1.05);
+}
+
+TEST_CASE("torus graph: links, hops and the twisted torus") {
+    auto v4 = config::load_topology_file(test::source_path("topologies/tpu-v4.yaml"));
+    network::Torus cube(v4, *hardware::parse_slice_shape("4x4x4"));
+    CHECK(cube.chips() == 64);
+    CHECK(cube.links().size() == 64 * 6);  // every chip: 3 dimensions x 2 directions, all wrapping
+    CHECK(cube.hops(0, cube.chip_at({2, 2, 2, 0})) == 6);
+    CHECK(cube.hops(0, cube.chip_at({3, 3, 3, 0})) == 3);  // wraparound
+    network::Torus mesh(v4, *hardware::parse_slice_shape("2x2x4"));
+    // No wraparound: x and y are 8 lines of one link pair each (16 + 16 directed links), z is 4 lines
+    // of 3 link pairs (24).
+    CHECK(mesh.links().size() == 16 + 16 + 24);
+    network::Torus regular(v4, *hardware::parse_slice_shape("4x4x8"));
+    network::Torus twisted(v4, *hardware::parse_slice_shape("4x4x8"), true);
+    CHECK(twisted.twisted());
+    // Twisting the short dimensions' wraparound shortens the longest paths (ISCA 2023, Fig. 6).
+    int regular_far = regular.hops(0, regular.chip_at({2, 2, 4, 0}));
+    int twisted_far = twisted.hops(0, twisted.chip_at({2, 2, 4, 0}));
+    CHECK(regular_far == 8);
+    CHECK(twisted_far < regular_far);
+}
