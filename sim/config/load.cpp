@@ -240,6 +240,12 @@ hardware::TopologySpec parse_topology(const YAML::Node& node, const std::string&
         MapReader dcn(r.raw("dcn"), file, sub("dcn"), d, keys_under(topology_schema(), "dcn"));
         t.dcn.bandwidth_per_chip =
             dcn.quantity("bandwidth_per_chip", Dimension::bandwidth, false).value_or(0);
+        if (auto per_host = dcn.quantity("bandwidth_per_host", Dimension::bandwidth, false)) {
+            if (dcn.has("bandwidth_per_chip")) {
+                dcn.error("bandwidth_per_host", "give bandwidth_per_chip or bandwidth_per_host, not both");
+            }
+            t.dcn.bandwidth_per_chip = *per_host / std::max(1, t.host.chips_per_host);
+        }
         t.dcn.latency = dcn.quantity("latency", Dimension::time, false).value_or(0);
     }
     return t;

@@ -117,6 +117,8 @@ const std::vector<KeyDoc>& topology_schema() {
         {"host.host_memory", "size", "", "RAM per host"},
         {"dcn", "mapping", "{}", "data-center network between slices"},
         {"dcn.bandwidth_per_chip", "bandwidth", "", "what each chip can send across slices"},
+        {"dcn.bandwidth_per_host", "bandwidth", "",
+         "what each host's NICs send across slices; shared by its chips (instead of bandwidth_per_chip)"},
         {"dcn.latency", "time", "0 s", "latency per DCN transfer"},
     };
     return keys;

@@ -49,6 +49,11 @@ std::vector<SemanticError> semantic_errors(const RunSpec& spec) {
                  fmt::format("model.d_ff ({}) is not divisible by the tensor axis ({})", m.d_ff, tensor)});
         }
     }
+    if (spec.slices > 1 && spec.topology.dcn.bandwidth_per_chip <= 0) {
+        errors.push_back(
+            {"slices", fmt::format("{} slices need a DCN, but topology {} gives no dcn bandwidth",
+                                   spec.slices, spec.topology.name)});
+    }
     if (spec.mesh.dcn_size() != spec.slices) {
         errors.push_back({"mesh.dcn", fmt::format("the DCN axes hold {} slices but slices is {}",
                                                   spec.mesh.dcn_size(), spec.slices)});

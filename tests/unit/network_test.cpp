@@ -3,6 +3,7 @@
 #include "collectives/closed_form.hpp"
 #include "config/load.hpp"
 #include "network/axis_mapping.hpp"
+#include "run/simulate.hpp"
 #include "support.hpp"
 
 using namespace podsim;
@@ -112,4 +113,47 @@ TEST_CASE("closed forms of the scaling book") {
     auto t_small = collectives::closed_form_ici(CollectiveKind::all_gather, 1024,
                                                 {network::AxisDimPart{0, 16, 1, true}}, W, hop);
     CHECK(t_small.time == doctest::Approx(8e-6));
+}
+
+TEST_CASE("explicit mesh.mapping places axes where the config says") {
+    auto spec = test::run_from_text(R"(
+schema: podsim.run/v1
+model: gpt2-small
+topology: tpu-v4
+slice: 4x4x4
+mesh:
+  ici: {fsdp: 16, tensor: 4}
+  mapping: {tensor: [z], fsdp: [x, y]}
+training: {global_batch: 64, seq_len: 1024}
+)");
+    auto sim = run::simulate(spec);
+    REQUIRE(sim.mapping.size() == 2);
+    REQUIRE(sim.mapping[1].parts.size() == 1);
+    CHECK(sim.mapping[1].parts[0].dim == 2);
+    CHECK(sim.mapping[0].parts[0].dim == 0);
+    CHECK(sim.mapping[0].parts[1].dim == 1);
+}
+
+TEST_CASE("DCN bandwidth per host is shared by the host's chips") {
+    auto spec = test::run_from_text(R"(
+schema: podsim.run/v1
+model: gpt2-small
+topology:
+  schema: podsim.topology/v1
+  name: per-host
+  chip: {peak_flops: {bf16: 275 TFLOP/s}, hbm_capacity: 32 GiB, hbm_bandwidth: 1.2 TB/s}
+  ici: {dims: 3, link_bandwidth: 45 GB/s, hop_latency: 1 us, wraparound: whole_cubes_of_4, max_slice: 16x16x16}
+  host: {chips_per_host: 4}
+  dcn: {bandwidth_per_host: 100 Gb/s}
+slice: 2x2x1
+slices: 2
+mesh: {ici: {fsdp: 4}, dcn: {data: 2}}
+training: {global_batch: 64, seq_len: 1024}
+)");
+    // 100 Gb/s = 12.5 GB/s per host, over 4 chips.
+    CHECK(spec.topology.dcn.bandwidth_per_chip == doctest::Approx(12.5e9 / 4));
+    auto report = run::simulate(spec).report;
+    bool has_dcn = false;
+    for (const auto& r : report.resources) has_dcn = has_dcn || r.name == "dcn";
+    CHECK(has_dcn);
 }
