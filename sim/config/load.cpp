@@ -559,6 +559,10 @@ run::RunSpec parse_run(const YAML::Node& root, const std::string& file, const fs
         if (auto m = t.choice("remat", {"none", "full", "save_dots", "attention"}, false)) {
             spec.training.remat = static_cast<workload::Remat>(*m);
         }
+        if (auto dt = t.choice("master_dtype", core::dtype_names(), false)) {
+            spec.training.master_dtype = core::parse_dtype(core::dtype_names()[*dt]);
+        }
+        spec.training.tensor_sequence = t.boolean("tensor_sequence").value_or(false);
     }
     bool training_ok = t.ok() && d.size() == errors_before_training;
 
@@ -570,6 +574,10 @@ run::RunSpec parse_run(const YAML::Node& root, const std::string& file, const fs
         spec.runtime.async_collectives = rt.boolean("async_collectives");
         spec.runtime.host_overhead = rt.quantity("host_overhead", Dimension::time, false);
         spec.runtime.prefetch_depth = static_cast<int>(rt.integer("prefetch_depth", false, 0).value_or(1));
+        spec.runtime.compile_time = rt.quantity("compile_time", Dimension::time, false);
+        spec.runtime.recompile_every_step = rt.boolean("recompile_every_step").value_or(false);
+        if (auto init = rt.choice("host_init", {"full", "sharded"}, false))
+            spec.runtime.host_full_init = *init == 0;
     }
     if (r.has("report")) {
         MapReader rep(r.raw("report"), file, r.path_of("report"), d, keys_under(run_schema(), "report"));

@@ -103,6 +103,7 @@ MapReader::MapReader(YAML::Node node, std::string file, std::string path, core::
         return;
     }
     ok_ = true;
+    std::vector<std::string> seen;
     for (auto it = node_.begin(); it != node_.end(); ++it) {
         // A copy: the iterator yields a temporary pair, and a reference into it would dangle.
         YAML::Node key = it->first;
@@ -111,6 +112,12 @@ MapReader::MapReader(YAML::Node node, std::string file, std::string path, core::
             continue;
         }
         const std::string& name = key.Scalar();
+        if (std::find(seen.begin(), seen.end(), name) != seen.end()) {
+            diagnostics_.error(location_of(key, file_), join_path(path_, name),
+                               "key given twice (YAML keeps only one of them)");
+            continue;
+        }
+        seen.push_back(name);
         if (std::find(allowed_keys.begin(), allowed_keys.end(), name) != allowed_keys.end()) continue;
         std::string message = fmt::format("unknown key '{}'", name);
         if (auto hint = core::closest_match(name, allowed_keys)) {

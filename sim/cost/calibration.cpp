@@ -40,6 +40,14 @@ const std::vector<CalibrationParameter>& calibration_parameters() {
         {"dcn_efficiency", ParameterUnit::fraction, &Calibration::dcn_efficiency, 0.8, 0.1, 1.0,
          "fraction of the per-chip DCN bandwidth that cross-slice collectives reach",
          "assumption: TCP/RDMA goodput about 80% of line rate; calibrate on a multislice profile"},
+        {"compile_time_base", ParameterUnit::time, &Calibration::compile_time_base, 5.0, 0.0, 3600.0,
+         "fixed part of compiling the step program (reported apart from the step time)",
+         "assumption: XLA compiles of small jitted steps take seconds; calibrate with a PyTorch/XLA metrics "
+         "report (CompileTime) or JAX's compilation log"},
+        {"compile_time_per_op", ParameterUnit::time, &Calibration::compile_time_per_op, 10e-3, 0.0, 10.0,
+         "compile time per fused op of the step program",
+         "assumption: tens of seconds to a few minutes for transformer steps of thousands of fusions; "
+         "calibrate as compile_time_base"},
     };
     return params;
 }

@@ -23,6 +23,8 @@ struct Calibration {
     double ici_link_efficiency = 0.0;  // fraction of one-way link bandwidth collectives reach
     double collective_overhead = 0.0;  // seconds per collective (launch and synchronisation)
     double dcn_efficiency = 0.0;
+    double compile_time_base = 0.0;    // seconds per compilation
+    double compile_time_per_op = 0.0;  // seconds per fused op of the step program
 
     static Calibration defaults();
     double mxu_efficiency(parallel::Framework framework) const;

@@ -30,6 +30,8 @@ OpCost CostModel::cost(const parallel::DeviceOp& op, const parallel::DeviceProgr
     OpCost out;
     if (op.category == OpCategory::host) {
         out.seconds = c_.runtime.host_overhead.value_or(c_.calibration.host_overhead(c_.runtime.framework));
+        // A graph that changes every step is traced and compiled again before every step.
+        if (c_.runtime.recompile_every_step) out.seconds += compile_seconds(program);
         return out;
     }
     if (parallel::is_collective(op.category)) {
@@ -59,6 +61,12 @@ OpCost CostModel::cost(const parallel::DeviceOp& op, const parallel::DeviceProgr
     out.memory_bound = out.memory_seconds > out.compute_seconds;
     out.seconds = std::max(out.compute_seconds, out.memory_seconds) + c_.calibration.op_overhead;
     return out;
+}
+
+double CostModel::compile_seconds(const parallel::DeviceProgram& program) const {
+    if (c_.runtime.compile_time) return *c_.runtime.compile_time;
+    return c_.calibration.compile_time_base +
+           c_.calibration.compile_time_per_op * static_cast<double>(program.ops.size());
 }
 
 std::vector<OpCost> CostModel::cost_all(const parallel::DeviceProgram& program) const {

@@ -37,6 +37,8 @@ class CostModel {
     explicit CostModel(CostContext context);
     OpCost cost(const parallel::DeviceOp& op, const parallel::DeviceProgram& program) const;
     std::vector<OpCost> cost_all(const parallel::DeviceProgram& program) const;
+    // Compiling the step program: runtime.compile_time, or base + per-op x device ops.
+    double compile_seconds(const parallel::DeviceProgram& program) const;
 
   private:
     CostContext c_;

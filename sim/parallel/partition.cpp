@@ -116,6 +116,10 @@ class Partitioner {
             p_.optimizer_bytes +=
                 workload::optimizer_state_bytes(group, in_.training.optimizer, in_.training.param_dtype) /
                 group_divisor(group);
+            if (in_.training.master_dtype && *in_.training.master_dtype != in_.training.param_dtype) {
+                p_.optimizer_bytes +=
+                    shard * static_cast<double>(core::dtype_bytes(*in_.training.master_dtype));
+            }
             if (fsdp_ > 1) {
                 double gathered = gathered_bytes(group);
                 p_.largest_gathered_group_bytes = std::max(p_.largest_gathered_group_bytes, gathered);
@@ -152,6 +156,18 @@ class Partitioner {
     }
 
     DeviceOp compute_op(const Op& op, int mb) const {
+        DeviceOp d = unscaled_compute_op(op, mb);
+        // With sequence parallelism the norms and residual fusions between the tensor-parallel
+        // regions work on a sequence slice.
+        if (in_.training.tensor_sequence && tensor_ > 1 && op.kind == OpKind::fusion && op.layer >= 0 &&
+            !op.attention_internal) {
+            d.bytes /= static_cast<double>(tensor_);
+            d.output_bytes /= static_cast<double>(tensor_);
+        }
+        return d;
+    }
+
+    DeviceOp unscaled_compute_op(const Op& op, int mb) const {
         DeviceOp d;
         d.name = op.name;
         d.category = op.kind == OpKind::matmul ? OpCategory::matmul : OpCategory::fusion;
@@ -224,6 +240,7 @@ class Partitioner {
         const int tensor_axis = axis("tensor");
         const int data_axis = axis("data");
         const int depth = in_.runtime.async() ? std::max(0, in_.runtime.prefetch_depth) : 0;
+        const bool sequence = tensor_axis >= 0 && in_.training.tensor_sequence;
         std::map<std::pair<int, int>, int> gather;  // (block, group) -> all-gather op
         std::vector<int> ready(g_.size(), -1);      // graph op -> device op holding its output
         int last_compute = mb == 0 ? -1 : last_compute_;
@@ -259,6 +276,15 @@ class Partitioner {
                 int r = ready[static_cast<std::size_t>(pred)];
                 if (r >= 0) d.deps.push_back(r);
             }
+            if (sequence && op.kind == OpKind::matmul && op.matmul.m.shard == Shard::batch &&
+                op.matmul.k.shard == Shard::none && op.matmul.n.shard == Shard::tensor) {
+                // Sequence parallelism: the sequence-split input is gathered before a column-parallel
+                // matmul (and its input-gradient matmul in the backward).
+                DeviceOp ag = collective(op.name + ".all-gather", CollectiveKind::all_gather, tensor_axis,
+                                         bytes(op.reads[0]), op.phase, op.layer, mb);
+                ag.deps = d.deps;
+                d.deps.push_back(emit(std::move(ag)));
+            }
             if (op.param_group >= 0) {
                 auto it = gather.find({block, op.param_group});
                 if (it != gather.end()) d.deps.push_back(it->second);
@@ -269,11 +295,14 @@ class Partitioner {
             last_compute = index;
             ready[static_cast<std::size_t>(gi)] = index;
 
-            // Partial sums over a split contraction dimension: all-reduce over `tensor`.
+            // Partial sums over a split contraction dimension: all-reduce over `tensor`, or with
+            // sequence parallelism a reduce-scatter that leaves the result split along the sequence.
             if (tensor_axis >= 0 && op.kind == OpKind::matmul && op.matmul.k.shard == Shard::tensor) {
-                DeviceOp ar =
-                    collective(op.name + ".all-reduce", CollectiveKind::all_reduce, tensor_axis,
-                               p_.ops[static_cast<std::size_t>(index)].output_bytes, op.phase, op.layer, mb);
+                auto kind = sequence ? CollectiveKind::reduce_scatter : CollectiveKind::all_reduce;
+                DeviceOp& produced = p_.ops[static_cast<std::size_t>(index)];
+                DeviceOp ar = collective(op.name + (sequence ? ".reduce-scatter" : ".all-reduce"), kind,
+                                         tensor_axis, produced.output_bytes, op.phase, op.layer, mb);
+                if (sequence) produced.output_bytes /= static_cast<double>(tensor_);  // kept sequence-split
                 ar.deps.push_back(index);
                 ready[static_cast<std::size_t>(gi)] = emit(std::move(ar));
             }

@@ -15,6 +15,12 @@ struct RuntimeSpec {
     std::optional<bool> async_collectives;  // default: jax async, pytorch-xla synchronous
     std::optional<double> host_overhead;    // seconds per step; default from calibration
     int prefetch_depth = 1;                 // FSDP all-gathers issued ahead of use (async only)
+    std::optional<double> compile_time;     // seconds; default from calibration
+    bool recompile_every_step = false;      // the graph changes every step (PyTorch/XLA pitfall)
+    // How parameters are first materialised: the whole model in host RAM in every process (the
+    // common PyTorch habit), or each process creating only its chips' shards (JAX jit with
+    // shardings; PyTorch/XLA deferred init).
+    std::optional<bool> host_full_init;
 
     // JAX/XLA issues async collective start/done pairs; PyTorch/XLA FSDP as benchmarked on TPU v4
     // ran them synchronously (PyTorch blog on FSDP GPT-2, 2023).
@@ -22,6 +28,9 @@ struct RuntimeSpec {
     // PyTorch/XLA traces the graph on the host every step before the device runs it (lazy tensors);
     // JAX dispatches asynchronously, so the host runs ahead of the device.
     bool host_blocks_device() const { return framework == Framework::pytorch_xla; }
+    bool full_model_on_host() const { return host_full_init.value_or(framework == Framework::pytorch_xla); }
+    // PyTorch/XLA with PJRT runs one process per chip; JAX one per host.
+    bool process_per_chip() const { return framework == Framework::pytorch_xla; }
 };
 
 }  // namespace podsim::parallel

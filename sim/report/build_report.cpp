@@ -112,6 +112,13 @@ RunReport build_report(const ReportInput& in) {
     r.memory.temporaries_bytes = m.at_peak.temporaries;
     r.memory.peak_op = m.peak_op >= 0 ? ops[static_cast<std::size_t>(m.peak_op)].name : std::string();
     r.memory.peak_time_s = core::to_seconds(m.peak_time);
+    r.host_peak_bytes = in.host.peak_bytes;
+    r.host_capacity_bytes = in.host.capacity_bytes;
+    r.host_fits = in.host.fits;
+    r.host_processes = in.host.processes;
+    r.host_full_model = in.host.full_model;
+    r.compile_time_s = in.compile_time_s;
+    r.recompile_every_step = in.runtime.recompile_every_step;
 
     std::vector<Interval> compute, comm, host;
     std::map<std::string, CategoryStat> stats;

@@ -5,6 +5,7 @@
 
 #include "cost/cost_model.hpp"
 #include "hardware/topology_spec.hpp"
+#include "memory/host_memory.hpp"
 #include "memory/memory_profile.hpp"
 #include "network/mesh_spec.hpp"
 #include "parallel/device_program.hpp"
@@ -30,6 +31,8 @@ struct ReportInput {
     const std::vector<cost::OpCost>& costs;
     const scheduler::Timeline& timeline;
     const memory::MemoryProfile& memory;
+    const memory::HostMemory& host;
+    double compile_time_s = 0.0;
 };
 
 // Model FLOPs per step, DESIGN.md §3: 6·N·tokens, plus 12·L·S·(heads·head_dim) per token when

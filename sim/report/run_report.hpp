@@ -59,6 +59,16 @@ struct RunReport {
 
     MemoryReport memory;
 
+    // Host RAM while creating the model, per host.
+    double host_peak_bytes = 0.0;
+    double host_capacity_bytes = 0.0;
+    bool host_fits = true;
+    int host_processes = 1;
+    bool host_full_model = false;
+
+    double compile_time_s = 0.0;  // not part of the step
+    bool recompile_every_step = false;
+
     // Where the step went: these four add up to step_time_s.
     double compute_s = 0.0;
     double exposed_communication_s = 0.0;

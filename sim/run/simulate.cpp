@@ -43,6 +43,11 @@ std::vector<SemanticError> semantic_errors(const RunSpec& spec) {
                                             "({}), nor the axis by it",
                                             m.kv_heads, tensor)});
         }
+        if (t.tensor_sequence && (m.tokens_per_sample(t.seq_len) % tensor) != 0) {
+            errors.push_back({"training.tensor_sequence",
+                              fmt::format("the sequence ({} tokens) is not divisible by the tensor axis ({})",
+                                          m.tokens_per_sample(t.seq_len), tensor)});
+        }
         if (m.d_ff % tensor != 0) {
             errors.push_back(
                 {"mesh.tensor",
@@ -125,9 +130,19 @@ Simulation simulate(const RunSpec& spec) {
     scheduler::NetworkInput network = plan_network(spec, sim);
     sim.timeline = scheduler::schedule(sim.program, sim.costs, spec.runtime, sim.torus ? &network : nullptr);
     sim.memory = memory::profile_memory(sim.program, sim.timeline, spec.topology.chip.hbm_capacity);
-    sim.report = report::build_report(report::ReportInput{
-        spec.name, spec.model, spec.training, spec.runtime, spec.topology, spec.slice, spec.slices, spec.mesh,
-        spec.mfu_attention, sim.program, sim.costs, sim.timeline, sim.memory});
+    memory::HostMemoryInput host_in;
+    host_in.total_params = static_cast<double>(workload::count_params(spec.model).total);
+    host_in.param_bytes = static_cast<double>(core::dtype_bytes(spec.training.param_dtype));
+    host_in.params_per_chip_bytes = sim.program.params_bytes;
+    host_in.chips_per_host = spec.topology.host.chips_per_host;
+    host_in.process_per_chip = spec.runtime.process_per_chip();
+    host_in.full_model_on_host = spec.runtime.full_model_on_host();
+    host_in.host_capacity = spec.topology.host.host_memory;
+    sim.host_memory = memory::host_memory(host_in);
+    sim.report = report::build_report(
+        report::ReportInput{spec.name, spec.model, spec.training, spec.runtime, spec.topology, spec.slice,
+                            spec.slices, spec.mesh, spec.mfu_attention, sim.program, sim.costs, sim.timeline,
+                            sim.memory, sim.host_memory, model.compile_seconds(sim.program)});
     return sim;
 }
 

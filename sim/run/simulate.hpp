@@ -7,6 +7,7 @@
 
 #include "collectives/comm_plan.hpp"
 #include "cost/cost_model.hpp"
+#include "memory/host_memory.hpp"
 #include "memory/memory_profile.hpp"
 #include "network/axis_mapping.hpp"
 #include "network/torus.hpp"
@@ -27,6 +28,7 @@ struct Simulation {
     std::vector<cost::OpCost> costs;
     scheduler::Timeline timeline;
     memory::MemoryProfile memory;
+    memory::HostMemory host_memory;
     report::RunReport report;
 };
 

@@ -398,6 +398,12 @@ class Lowering {
             op.phase = Phase::optimizer;
             op.layer = group.layer;
             op.param_group = static_cast<int>(gi);
+            if (t_.master_dtype && *t_.master_dtype != t_.param_dtype) {
+                // The update runs on the master copy and writes the parameters back from it.
+                Tensor master = Tensor::of({P}, static_cast<int>(core::dtype_bytes(*t_.master_dtype)));
+                op.reads.push_back(master);
+                op.writes.push_back(master);
+            }
             switch (t_.optimizer) {
                 case Optimizer::adam:
                 case Optimizer::adamw:

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string_view>
 
 #include "core/dtype.hpp"
@@ -18,6 +19,12 @@ struct TrainingSpec {
     core::DType param_dtype = core::DType::fp32;
     Optimizer optimizer = Optimizer::adam;
     Remat remat = Remat::none;
+    // fp32 master copy of bf16 parameters kept by the optimizer (mixed precision), if any.
+    std::optional<core::DType> master_dtype;
+    // Megatron sequence parallelism: activations between the tensor-parallel regions are split
+    // along the sequence over the tensor axis; all-gather before and reduce-scatter after them
+    // replace the all-reduce.
+    bool tensor_sequence = false;
 };
 
 std::string_view optimizer_name(Optimizer optimizer);

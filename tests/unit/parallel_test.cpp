@@ -1,0 +1,146 @@
+#include <doctest/doctest.h>
+
+#include <map>
+
+#include "support.hpp"
+#include "workload/model_spec.hpp"
+
+// Collective bytes per chip, derived by hand for each parallelism (GPT-2 small: d = 768, 12 layers,
+// 124,439,808 parameters in 14 groups: embedding, 12 blocks, head).
+
+using namespace podsim;
+
+namespace {
+
+struct Traffic {
+    std::map<std::string, double> bytes;  // "category@resource"
+    std::map<std::string, int> count;
+};
+
+Traffic traffic(const run::Simulation& sim) {
+    Traffic t;
+    for (const auto& op : sim.program.ops) {
+        if (!parallel::is_collective(op.category)) continue;
+        std::string key = std::string(parallel::category_name(op.category)) + "@" +
+                          sim.program.resources[static_cast<std::size_t>(op.resource)].name;
+        t.bytes[key] += op.collective_bytes;
+        ++t.count[key];
+    }
+    return t;
+}
+
+run::Simulation gpt2_small(const std::string& slice, const std::string& mesh, const std::string& extra = "") {
+    return run::simulate(test::run_from_text(R"(
+schema: podsim.run/v1
+model: gpt2-small
+topology: tpu-v4
+slice: )" + slice + R"(
+mesh: )" + mesh + R"(
+training: {global_batch: 32, seq_len: 1024, optimizer: adam, remat: none)" +
+                                             extra + R"(}
+)"));
+}
+
+const double kParams = 124'439'808.0;
+const double kGroups = 14;
+
+}  // namespace
+
+TEST_CASE("data: one fp32 gradient all-reduce per parameter group, all parameters once") {
+    auto t = traffic(gpt2_small("2x2x1", "{data: 4}"));
+    CHECK(t.bytes["all-reduce@ici:data"] == doctest::Approx(kParams * 4));
+    CHECK(t.count["all-reduce@ici:data"] == kGroups);
+    CHECK(t.bytes.size() == 1);
+}
+
+TEST_CASE("fsdp: every group gathered for the forward and the backward, gradients reduce-scattered") {
+    auto t = traffic(gpt2_small("2x2x1", "{fsdp: 4}"));
+    CHECK(t.bytes["all-gather@ici:fsdp"] == doctest::Approx(2 * kParams * 4));
+    CHECK(t.count["all-gather@ici:fsdp"] == 2 * kGroups);
+    CHECK(t.bytes["reduce-scatter@ici:fsdp"] == doctest::Approx(kParams * 4));
+    CHECK(t.count["reduce-scatter@ici:fsdp"] == kGroups);
+}
+
+TEST_CASE("tensor: an activation all-reduce after each row-parallel matmul and input gradient") {
+    // 32 sequences x 1024 tokens x 768 x 2 bytes (bf16) = 50,331,648 bytes per all-reduce; forward:
+    // attn_out and mlp_down; backward: qkv and mlp_up input gradients; 4 per layer.
+    auto t = traffic(gpt2_small("2x2x1", "{tensor: 4}"));
+    const double activation = 32.0 * 1024 * 768 * 2;
+    CHECK(t.count["all-reduce@ici:tensor"] == 12 * 4);
+    CHECK(t.bytes["all-reduce@ici:tensor"] == doctest::Approx(12 * 4 * activation));
+}
+
+TEST_CASE("tensor with sequence parallelism: all-gather and reduce-scatter instead of all-reduce") {
+    auto t = traffic(gpt2_small("2x2x1", "{tensor: 4}", ", tensor_sequence: true"));
+    const double activation = 32.0 * 1024 * 768 * 2;
+    CHECK(t.count["all-reduce@ici:tensor"] == 0);
+    CHECK(t.count["all-gather@ici:tensor"] == 12 * 4);
+    CHECK(t.count["reduce-scatter@ici:tensor"] == 12 * 4);
+    CHECK(t.bytes["all-gather@ici:tensor"] == doctest::Approx(12 * 4 * activation));
+    CHECK(t.bytes["reduce-scatter@ici:tensor"] == doctest::Approx(12 * 4 * activation));
+    // Same bytes on the wire as all-reduce (RS + AG), less activation memory.
+    auto plain = gpt2_small("2x2x1", "{tensor: 4}").report;
+    auto sequence = gpt2_small("2x2x1", "{tensor: 4}", ", tensor_sequence: true").report;
+    CHECK(sequence.memory.activations_bytes < plain.memory.activations_bytes);
+}
+
+TEST_CASE("fsdp x data and DCN: reduce-scatter over fsdp, then all-reduce of the shard") {
+    auto t = traffic(gpt2_small("2x2x2", "{data: 2, fsdp: 4}"));
+    CHECK(t.bytes["reduce-scatter@ici:fsdp"] == doctest::Approx(kParams * 4));
+    CHECK(t.bytes["all-reduce@ici:data"] == doctest::Approx(kParams * 4 / 4));
+    auto spec = test::load_config("configs/gpt2-xl-multislice-2x-v4-32.yaml");
+    auto sim = run::simulate(spec);
+    auto m = traffic(sim);
+    const double xl = static_cast<double>(workload::count_params(spec.model).total);
+    CHECK(m.bytes["all-reduce@dcn"] == doctest::Approx(xl * 4 / 16));
+}
+
+TEST_CASE("gradient accumulation: gathers and reduce-scatters per microbatch, one data all-reduce") {
+    auto one = traffic(gpt2_small("2x2x2", "{data: 2, fsdp: 4}"));
+    auto four = traffic(gpt2_small("2x2x2", "{data: 2, fsdp: 4}", ", microbatches: 4"));
+    CHECK(four.count["all-gather@ici:fsdp"] == 4 * one.count["all-gather@ici:fsdp"]);
+    CHECK(four.count["reduce-scatter@ici:fsdp"] == 4 * one.count["reduce-scatter@ici:fsdp"]);
+    CHECK(four.count["all-reduce@ici:data"] == one.count["all-reduce@ici:data"]);
+}
+
+TEST_CASE("bf16 parameters with an fp32 master copy") {
+    auto sim = gpt2_small("2x2x1", "{fsdp: 4}", ", param_dtype: bf16, master_dtype: fp32");
+    // Adam moments in the parameter dtype (2 x 2 bytes) + the fp32 master (4 bytes), over 4 chips.
+    CHECK(sim.program.optimizer_bytes == doctest::Approx(kParams * (2 * 2 + 4) / 4));
+    CHECK(sim.program.params_bytes == doctest::Approx(kParams * 2 / 4));
+}
+
+TEST_CASE("host RAM: PyTorch builds the whole model in every process, deferred init does not") {
+    auto spec = test::load_config("configs/gpt2-20b-fsdp-v4-128.yaml");
+    const double params = static_cast<double>(workload::count_params(spec.model).total);
+    auto full = run::simulate(spec).report;
+    // One process per chip (PJRT), 4 chips per host, fp32.
+    CHECK(full.host_peak_bytes == doctest::Approx(4 * params * 4));
+    spec.runtime.host_full_init = false;
+    auto sharded = run::simulate(spec).report;
+    CHECK(sharded.host_peak_bytes == doctest::Approx(4 * params * 4 / 64));
+    // 128B parameters in fp32 in 4 processes: 2 TB, far beyond a 400 GB host.
+    auto big = test::load_config("configs/gpt2-128b-fsdp-v4-512.yaml");
+    big.runtime.framework = parallel::Framework::pytorch_xla;
+    CHECK_FALSE(run::simulate(big).report.host_fits);
+}
+
+TEST_CASE("a graph that recompiles every step pays the compile time every step") {
+    auto spec = test::load_config("configs/default.yaml");
+    spec.runtime.compile_time = 40.0;
+    auto once = run::simulate(spec).report;
+    CHECK(once.compile_time_s == 40.0);
+    spec.runtime.recompile_every_step = true;
+    auto every = run::simulate(spec).report;
+    CHECK(every.step_time_s == doctest::Approx(once.step_time_s + 40.0).epsilon(1e-6));
+}
+
+TEST_CASE("async collectives report overlapped communication; synchronous ones expose it all") {
+    auto spec = test::load_config("configs/maxtext-22b-fsdp-v4-128.yaml");
+    auto async = run::simulate(spec).report;
+    CHECK(async.overlapped_communication_s > 0.5 * async.communication_s);
+    spec.runtime.async_collectives = false;
+    auto sync = run::simulate(spec).report;
+    CHECK(sync.overlapped_communication_s == 0.0);
+    CHECK(sync.exposed_communication_s == doctest::Approx(sync.communication_s));
+}
