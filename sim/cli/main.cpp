@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <sstream>
 
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
@@ -16,6 +17,7 @@
 #include "report/torus_svg.hpp"
 #include "run/collective_run.hpp"
 #include "run/simulate.hpp"
+#include "sweep/sweep_runner.hpp"
 
 namespace {
 
@@ -268,6 +270,57 @@ int command_collective(const CollectiveOptions& o) {
     return 0;
 }
 
+struct SweepCommand {
+    std::string file, out, shard, best_config;
+    int jobs = 0;
+    bool resume = false, no_progress = false;
+    std::size_t top = 10, limit = 0;
+    std::vector<std::string> merge_dirs;
+    std::string merge_file, merge_out;
+};
+
+int command_sweep(const SweepCommand& c) {
+    auto plan = config::SweepPlan::load(c.file);
+    sweep::SweepOptions options;
+    options.jobs = c.jobs;
+    options.out_dir = c.out;
+    options.resume = c.resume;
+    options.top = c.top;
+    options.limit = c.limit;
+    options.progress = !c.no_progress;
+    if (!c.shard.empty()) {
+        int k = 0, n = 0;
+        char slash = 0;
+        std::istringstream in(c.shard);
+        if (!(in >> k >> slash >> n) || slash != '/' || n < 1 || k < 1 || k > n || !in.eof()) {
+            option_error("--shard", fmt::format("'{}' is not K/N with 1 <= K <= N (e.g. 3/8)", c.shard));
+        }
+        options.shard_index = k;
+        options.shard_count = n;
+    }
+    auto summary = sweep::run_sweep(plan, options);
+    std::cout << sweep::format_summary(summary);
+    if (!c.out.empty()) std::cout << fmt::format("\nresults: {}/results.csv and results.jsonl\n", c.out);
+    if (!c.best_config.empty()) {
+        if (summary.ranked.empty()) option_error("--best-config", "no config was kept: nothing to write");
+        std::ofstream out(c.best_config);
+        out << "# Best config of sweep " << c.file << " by " << summary.sort_key << " (index "
+            << summary.ranked.front().index << ")\n"
+            << plan.make(summary.ranked.front().index).run_yaml << "\n";
+        std::cout << fmt::format("best config written to {}\n", c.best_config);
+    }
+    return 0;
+}
+
+int command_sweep_merge(const SweepCommand& c) {
+    auto plan = config::SweepPlan::load(c.merge_file);
+    auto summary = sweep::merge_shards(plan, c.merge_dirs, c.merge_out);
+    std::cout << sweep::format_summary(summary);
+    std::cout << fmt::format("\nmerged {} shard(s) into {}/results.csv and results.jsonl\n",
+                             c.merge_dirs.size(), c.merge_out);
+    return 0;
+}
+
 int command_validate(const std::string& suite, const std::string& format) {
     auto cases = config::load_validation_suite(suite);
     auto results = profile::evaluate_suite(cases);
@@ -335,6 +388,23 @@ int main(int argc, char** argv) {
     coll_cmd->add_flag("--twisted", coll.twisted, "use the twisted torus where the shape allows it");
     coll_cmd->add_option("--svg", coll.svg, "write a picture of the groups' rings (x-y plane)");
 
+    SweepCommand sweep_options;
+    auto* sweep_cmd = app.add_subcommand("sweep", "explore many configs from a podsim.sweep/v1 file");
+    sweep_cmd->add_option("file", sweep_options.file, "sweep file");
+    sweep_cmd->add_option("--jobs", sweep_options.jobs, "parallel simulations (default: cores)");
+    sweep_cmd->add_option("--out", sweep_options.out, "directory for results.csv and results.jsonl");
+    sweep_cmd->add_flag("--resume", sweep_options.resume, "skip configs already in --out");
+    sweep_cmd->add_option("--shard", sweep_options.shard, "run the K-th of N slices of the sweep, e.g. 3/8");
+    sweep_cmd->add_option("--best-config", sweep_options.best_config,
+                          "write the best config as a run config");
+    sweep_cmd->add_option("--top", sweep_options.top, "rows in the ranked table (default 10)");
+    sweep_cmd->add_option("--limit", sweep_options.limit, "stop after this many configs");
+    sweep_cmd->add_flag("--no-progress", sweep_options.no_progress, "no progress on stderr");
+    auto* merge_cmd = sweep_cmd->add_subcommand("merge", "join the results of shards");
+    merge_cmd->add_option("file", sweep_options.merge_file, "the sweep file the shards ran")->required();
+    merge_cmd->add_option("shards", sweep_options.merge_dirs, "shard --out directories")->required();
+    merge_cmd->add_option("--out", sweep_options.merge_out, "directory for the merged results")->required();
+
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
@@ -351,6 +421,12 @@ int main(int argc, char** argv) {
         }
         if (*validate_cmd) return command_validate(suite_dir, suite_format);
         if (*coll_cmd) return command_collective(coll);
+        if (*merge_cmd) return command_sweep_merge(sweep_options);
+        if (*sweep_cmd) {
+            if (sweep_options.file.empty())
+                option_error("sweep", "give a sweep file (configs/sweeps/*.yaml)");
+            return command_sweep(sweep_options);
+        }
     } catch (const podsim::core::UserError& e) {
         std::cerr << e.diagnostics().to_string();
         std::cerr << fmt::format("podsim: {} error{}\n", e.diagnostics().size(),

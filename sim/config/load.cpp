@@ -456,8 +456,18 @@ cost::Calibration parse_calibration(const YAML::Node& node, const std::string& f
     return calibration;
 }
 
+}  // namespace
+
+// Model and topology files already read, for sweeps that parse thousands of variants of one config.
+struct LoadCache {
+    std::map<std::string, workload::ModelSpec> models;
+    std::map<std::string, hardware::TopologySpec> topologies;
+};
+
+namespace {
+
 run::RunSpec parse_run(const YAML::Node& root, const std::string& file, const fs::path& base_dir,
-                       const std::string& path, Diagnostics& d) {
+                       const std::string& path, Diagnostics& d, LoadCache* cache = nullptr) {
     run::RunSpec spec;
     spec.source = file;
     MapReader r(root, file, path, d, keys_under(run_schema(), ""));
@@ -470,11 +480,16 @@ run::RunSpec parse_run(const YAML::Node& root, const std::string& file, const fs
         std::size_t errors_before = d.size();
         spec.model = parse_model(r.raw("model"), file, r.path_of("model"), d);
         model_ok = d.size() == errors_before;
+    } else if (std::string ref = r.string("model", false).value_or("");
+               cache && cache->models.count(base_dir.string() + "|" + ref)) {
+        spec.model = cache->models.at(base_dir.string() + "|" + ref);
+        model_ok = true;
     } else if (auto p = resolve_reference(r, "model", "models", base_dir)) {
         Diagnostics local;
         YAML::Node model_root = detail::load_yaml_file(p->string(), local);
         if (local.empty()) spec.model = parse_model(model_root, p->string(), "", local);
         model_ok = local.empty();
+        if (model_ok && cache) cache->models[base_dir.string() + "|" + ref] = spec.model;
         d.append(local);
     }
 
@@ -483,11 +498,16 @@ run::RunSpec parse_run(const YAML::Node& root, const std::string& file, const fs
         std::size_t errors_before = d.size();
         spec.topology = parse_topology(r.raw("topology"), file, r.path_of("topology"), d);
         topology_ok = d.size() == errors_before;
+    } else if (std::string ref = r.string("topology", false).value_or("");
+               cache && cache->topologies.count(base_dir.string() + "|" + ref)) {
+        spec.topology = cache->topologies.at(base_dir.string() + "|" + ref);
+        topology_ok = true;
     } else if (auto p = resolve_reference(r, "topology", "topologies", base_dir)) {
         Diagnostics local;
         YAML::Node topology_root = detail::load_yaml_file(p->string(), local);
         if (local.empty()) spec.topology = parse_topology(topology_root, p->string(), "", local);
         topology_ok = local.empty();
+        if (topology_ok && cache) cache->topologies[base_dir.string() + "|" + ref] = spec.topology;
         d.append(local);
     }
 
@@ -605,6 +625,16 @@ run::RunSpec finish(run::RunSpec spec, const Diagnostics& d) {
 }
 
 }  // namespace
+
+// For sweeps: a run config tree built in memory.
+run::RunSpec parse_run_node(const YAML::Node& root, const std::string& file, const fs::path& base_dir,
+                            Diagnostics& d, LoadCache* cache) {
+    return parse_run(root, file, base_dir, "", d, cache);
+}
+
+std::shared_ptr<LoadCache> make_load_cache() {
+    return std::make_shared<LoadCache>();
+}
 
 std::vector<fs::path> data_roots(const fs::path& near) {
     std::vector<fs::path> roots;

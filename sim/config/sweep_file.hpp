@@ -1,0 +1,49 @@
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/diagnostics.hpp"
+#include "run/run_spec.hpp"
+
+namespace podsim::config {
+
+// A sweep (schema podsim.sweep/v1): a base run config and axes over dotted paths into it, expanded
+// as a cartesian product (zip groups vary together). Instances are built on demand, so a sweep of
+// millions of configs costs no memory up front. Not thread-safe: build instances on one thread.
+class SweepPlan {
+  public:
+    static SweepPlan load(const std::string& path);
+    SweepPlan(SweepPlan&&) noexcept;
+    SweepPlan& operator=(SweepPlan&&) noexcept;
+    ~SweepPlan();
+
+    std::size_t size() const;
+    const std::vector<std::string>& parameter_names() const;  // dotted paths, one per swept key
+
+    struct Instance {
+        bool ok = false;
+        run::RunSpec spec;
+        std::string skip_reason;          // when !ok: the config errors, on one line
+        std::vector<std::string> values;  // one per parameter name, flow YAML
+        std::string run_yaml;             // the full run config of this instance
+    };
+    Instance make(std::size_t index) const;
+
+    struct Expression {
+        std::string text;
+        core::SourceLocation location;
+    };
+    const std::vector<Expression>& keep() const;
+    const Expression& sort() const;  // "-mfu" (descending) or "step_time_s" (ascending); default -mfu
+    const std::string& file() const;
+    const std::string& name() const;
+
+  private:
+    struct Impl;
+    explicit SweepPlan(std::unique_ptr<Impl> impl);
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace podsim::config
