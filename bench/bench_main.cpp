@@ -10,8 +10,10 @@
 #include <fmt/format.h>
 
 #include "config/load.hpp"
+#include "config/sweep_file.hpp"
 #include "run/collective_run.hpp"
 #include "run/simulate.hpp"
+#include "sweep/sweep_runner.hpp"
 
 namespace {
 
@@ -63,6 +65,20 @@ void bench_pod_all_gather() {
                result.plan.phases.size(), "", result.time_s * 1e3);
 }
 
+void bench_sweep() {
+    const std::string file = std::string(PODSIM_SOURCE_DIR) + "/tests/data/sweeps/large.yaml";
+    auto plan = podsim::config::SweepPlan::load(file);
+    for (int jobs : {1, 2}) {
+        podsim::sweep::SweepOptions options;
+        options.jobs = jobs;
+        options.progress = false;
+        auto summary = podsim::sweep::run_sweep(plan, options);
+        fmt::print("{:<44} {:>12} {:>12} {:>9.1f} ms {:>8} {:>9}  {:.0f} configs/s, {} jobs\n",
+                   fmt::format("sweep of {} GPT-2-size configs", plan.size()), "-", "-",
+                   summary.seconds * 1e3, plan.size(), "", summary.configs_per_second, jobs);
+    }
+}
+
 }  // namespace
 
 int main() {
@@ -74,5 +90,6 @@ int main() {
     bench_config("GPT-2 128B FSDP, 4x8x8 (256 chips)", "configs/gpt2-128b-fsdp-v4-512.yaml", 11);
     bench_config("MaxText 22B FSDP, 4x4x4 (64 chips)", "configs/maxtext-22b-fsdp-v4-128.yaml", 11);
     bench_pod_all_gather();
+    bench_sweep();
     return 0;
 }

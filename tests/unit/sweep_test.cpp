@@ -1,0 +1,214 @@
+#include <doctest/doctest.h>
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "config/sweep_file.hpp"
+#include "support.hpp"
+#include "sweep/expression.hpp"
+#include "sweep/sweep_runner.hpp"
+
+using namespace podsim;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string read(const fs::path& p) {
+    std::ifstream in(p);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+
+fs::path fresh_dir(const std::string& name) {
+    fs::path dir = fs::temp_directory_path() / fmt::format("podsim-test-{}-{}", name, ::getpid());
+    fs::remove_all(dir);
+    return dir;
+}
+
+sweep::SweepOptions quiet(const fs::path& out, int jobs) {
+    sweep::SweepOptions o;
+    o.out_dir = out.string();
+    o.jobs = jobs;
+    o.progress = false;
+    return o;
+}
+
+std::vector<std::size_t> indices(const fs::path& csv) {
+    std::vector<std::size_t> out;
+    std::istringstream lines(read(csv));
+    std::string line;
+    std::getline(lines, line);  // header
+    while (std::getline(lines, line)) out.push_back(std::stoul(line.substr(0, line.find(','))));
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("axes expand as a cartesian product, zips vary together, dotted paths override the base") {
+    auto plan = config::SweepPlan::load(test::source_path("tests/data/sweeps/small.yaml"));
+    // 3 slices x 2 batches x 2 zipped pairs.
+    CHECK(plan.size() == 12);
+    CHECK(plan.parameter_names() ==
+          std::vector<std::string>{"slice", "training.per_chip_batch", "mesh.ici", "training.remat"});
+    // Row-major: the last axis (the zip) varies fastest.
+    auto first = plan.make(0);
+    auto second = plan.make(1);
+    REQUIRE(first.ok);
+    REQUIRE(second.ok);
+    CHECK(first.values == std::vector<std::string>{"2x2x1", "4", "{fsdp: auto}", "full"});
+    CHECK(second.values == std::vector<std::string>{"2x2x1", "4", "{data: 2, fsdp: auto}", "none"});
+    CHECK(second.spec.training.remat == workload::Remat::none);
+    CHECK(second.spec.mesh.ici_size_of("data") == 2);
+    CHECK(second.spec.mesh.ici_size_of("fsdp") == 2);
+    // per_chip_batch replaces the base's global_batch: 4 per chip x 4 chips.
+    CHECK(first.spec.training.global_batch == 16);
+    auto last = plan.make(11);
+    CHECK(last.spec.slice.to_string() == "2x2x4");
+    CHECK(last.spec.training.global_batch == 64 * 16);
+}
+
+TEST_CASE("invalid combinations are skipped with their reason, not fatal") {
+    auto plan = config::SweepPlan::load(test::source_path("tests/data/sweeps/skips.yaml"));
+    auto summary = sweep::run_sweep(plan, quiet(fresh_dir("skips"), 1));
+    CHECK(summary.evaluated == 1);
+    REQUIRE(summary.skipped.size() == 1);
+    CHECK(summary.skipped.begin()->first.find("mesh product is 8 but there are 4 chips") !=
+          std::string::npos);
+}
+
+TEST_CASE("a bad sweep file reports every error with its position") {
+    try {
+        auto plan = config::SweepPlan::load(test::source_path("tests/data/sweeps/bad.yaml"));
+        sweep::run_sweep(plan, quiet(fresh_dir("bad"), 1));
+        FAIL("accepted a bad sweep file");
+    } catch (const core::UserError& e) {
+        std::string text = e.diagnostics().to_string();
+        CHECK(
+            text.find("bad.yaml:4:3: error: axes.training.remt: 'training.remt' is not a key of a run config "
+                      "(did you mean 'training.remat'?)") != std::string::npos);
+        CHECK(text.find("has 1 values but the other lists of this zip have 2") != std::string::npos);
+    }
+    // Keep and sort are checked once the file itself is valid.
+    auto write = [](const std::string& body) {
+        fs::path p = fresh_dir("badkeep");
+        fs::create_directories(p);
+        std::ofstream(p / "s.yaml") << "schema: podsim.sweep/v1\nbase: "
+                                    << test::source_path("configs/default.yaml")
+                                    << "\naxes: {training.remat: [full]}\n"
+                                    << body;
+        return (p / "s.yaml").string();
+    };
+    auto plan = config::SweepPlan::load(write("keep: [fits, mfu >> 0.3, mfuu > 0.2]\nsort: speed\n"));
+    try {
+        sweep::run_sweep(plan, quiet(fresh_dir("badkeep-out"), 1));
+        FAIL("accepted bad keep/sort");
+    } catch (const core::UserError& e) {
+        std::string text = e.diagnostics().to_string();
+        CHECK(text.find(":4:14: error: keep: 'mfu >> 0.3': unexpected '> 0.3'") != std::string::npos);
+        CHECK(text.find("unknown field 'mfuu' (did you mean 'mfu'?)") != std::string::npos);
+        CHECK(text.find("sort: 'speed' is not a report field") != std::string::npos);
+    }
+}
+
+TEST_CASE("keep expressions") {
+    std::string error;
+    auto e =
+        sweep::Expression::parse("fits and (mfu > 0.4 or peak_bytes < 30 GiB)", sweep::row_fields(), error);
+    REQUIRE(e);
+    sweep::Row r;
+    r.fits = true;
+    r.mfu = 0.3;
+    r.peak_bytes = 20.0 * 1024 * 1024 * 1024;
+    auto fields = [&](const std::string& name) { return sweep::row_field(r, name); };
+    CHECK(e->evaluate(fields));
+    r.peak_bytes = 31.0 * 1024 * 1024 * 1024;
+    CHECK_FALSE(e->evaluate(fields));
+    CHECK_FALSE(sweep::Expression::parse("mfu >", sweep::row_fields(), error));
+    CHECK_FALSE(sweep::Expression::parse("speed > 1", sweep::row_fields(), error));
+}
+
+TEST_CASE("same sweep, same CSV, whatever --jobs; shards merged equal the whole") {
+    auto plan = config::SweepPlan::load(test::source_path("tests/data/sweeps/small.yaml"));
+    fs::path one = fresh_dir("jobs1"), two = fresh_dir("jobs2"), merged = fresh_dir("merged");
+    auto a = sweep::run_sweep(plan, quiet(one, 1));
+    auto b = sweep::run_sweep(plan, quiet(two, 2));
+    CHECK(read(one / "results.csv") == read(two / "results.csv"));
+    CHECK(read(one / "results.jsonl") == read(two / "results.jsonl"));
+    CHECK(a.ranked.front().index == b.ranked.front().index);
+
+    std::vector<std::string> shard_dirs;
+    for (int k = 1; k <= 3; ++k) {
+        fs::path dir = fresh_dir(fmt::format("shard{}", k));
+        auto options = quiet(dir, 2);
+        options.shard_index = k;
+        options.shard_count = 3;
+        auto s = sweep::run_sweep(plan, options);
+        CHECK(s.total == 4);
+        for (std::size_t i : indices(dir / "results.csv")) CHECK(static_cast<int>(i % 3) == k - 1);
+        shard_dirs.push_back(dir.string());
+    }
+    sweep::merge_shards(plan, shard_dirs, merged.string());
+    CHECK(read(merged / "results.csv") == read(one / "results.csv"));
+}
+
+TEST_CASE("resume after an interruption: every config exactly once") {
+    auto plan = config::SweepPlan::load(test::source_path("tests/data/sweeps/small.yaml"));
+    fs::path dir = fresh_dir("resume"), whole = fresh_dir("whole");
+    auto partial = quiet(dir, 2);
+    partial.limit = 5;  // stops after 5 configs, as if killed
+    sweep::run_sweep(plan, partial);
+    CHECK(indices(dir / "results.csv").size() == 5);
+    // A half-written last line, as a kill mid-write leaves it.
+    std::ofstream(dir / "results.csv", std::ios::app) << "5,ok,,2x2x1,\"{fsdp";
+    auto resumed = quiet(dir, 2);
+    resumed.resume = true;
+    auto s = sweep::run_sweep(plan, resumed);
+    CHECK(s.resumed == 5);
+    auto done = indices(dir / "results.csv");
+    CHECK(done.size() == 12);
+    CHECK(std::set<std::size_t>(done.begin(), done.end()).size() == 12);
+    sweep::run_sweep(plan, quiet(whole, 1));
+    CHECK(read(dir / "results.csv") == read(whole / "results.csv"));
+    CHECK(read(dir / "results.jsonl") == read(whole / "results.jsonl"));
+}
+
+TEST_CASE("a sweep process killed mid-run resumes to a complete result") {
+    const std::string sweep_file = test::source_path("tests/data/sweeps/large.yaml");
+    fs::path dir = fresh_dir("killed");
+    pid_t child = ::fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+        ::execl(PODSIM_BINARY, PODSIM_BINARY, "sweep", sweep_file.c_str(), "--out", dir.c_str(), "--jobs",
+                "2", "--no-progress", static_cast<char*>(nullptr));
+        std::_Exit(127);
+    }
+    // Kill it once it has written some rows (or after 5 s at most).
+    for (int i = 0; i < 500; ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        if (fs::exists(dir / "results.csv") && fs::file_size(dir / "results.csv") > 20000) break;
+    }
+    ::kill(child, SIGKILL);
+    int status = 0;
+    ::waitpid(child, &status, 0);
+    std::size_t before = indices(dir / "results.csv").size();
+    MESSAGE("killed after " << before << " configs");
+    std::string resume = std::string(PODSIM_BINARY) + " sweep " + sweep_file + " --out " + dir.string() +
+                         " --resume --no-progress --jobs 2 > /dev/null";
+    REQUIRE(std::system(resume.c_str()) == 0);
+    auto plan = config::SweepPlan::load(sweep_file);
+    auto done = indices(dir / "results.csv");
+    CHECK(done.size() == plan.size());
+    CHECK(std::set<std::size_t>(done.begin(), done.end()).size() == plan.size());
+    for (std::size_t i = 0; i < done.size(); ++i) CHECK(done[i] == i);
+}
