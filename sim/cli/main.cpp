@@ -12,6 +12,8 @@
 #include "config/schema.hpp"
 #include "core/diagnostics.hpp"
 #include "core/quantity.hpp"
+#include "profile/compare.hpp"
+#include "profile/measured_profile.hpp"
 #include "profile/suite.hpp"
 #include "report/format.hpp"
 #include "report/torus_svg.hpp"
@@ -321,6 +323,19 @@ int command_sweep_merge(const SweepCommand& c) {
     return 0;
 }
 
+int command_validate_profile(const std::string& config_path, const std::vector<std::string>& profiles,
+                             const std::string& format) {
+    run::RunSpec spec = config::load_run_file(resolve_config(config_path));
+    run::Simulation sim = run::simulate(spec);
+    for (const auto& file : profiles) {
+        auto measured = profile::read_profile(file);
+        auto comparison = profile::compare(sim.report, measured);
+        std::cout << (format == "json" ? profile::comparison_json(comparison)
+                                       : profile::format_comparison(comparison));
+    }
+    return 0;
+}
+
 int command_validate(const std::string& suite, const std::string& format) {
     auto cases = config::load_validation_suite(suite);
     auto results = profile::evaluate_suite(cases);
@@ -365,11 +380,18 @@ int main(int argc, char** argv) {
     explain_cmd->add_option("what", explain_what, "run, model, topology or calibration")
         ->check(CLI::IsMember(podsim::config::explainable()));
 
-    std::string suite_dir, suite_format = "table";
-    auto* validate_cmd = app.add_subcommand("validate", "compare predictions with published measurements");
-    validate_cmd->add_option("--suite", suite_dir, "directory of podsim.validation/v1 cases")->required();
-    validate_cmd->add_option("--format", suite_format, "table or markdown")
-        ->check(CLI::IsMember({"table", "markdown"}));
+    std::string suite_dir, suite_format = "table", validate_config;
+    std::vector<std::string> profiles;
+    auto* validate_cmd = app.add_subcommand(
+        "validate", "compare a prediction with measured profiles, or run the accuracy suite");
+    validate_cmd->add_option("config", validate_config, "run config (default: configs/default.yaml)");
+    validate_cmd->add_option(
+        "--profile", profiles,
+        "measured profile: Chrome trace (.json/.json.gz), .xplane.pb, pod_viewer JSON, HLO op "
+        "stats CSV, PyTorch/XLA metrics report");
+    validate_cmd->add_option("--suite", suite_dir, "directory of podsim.validation/v1 cases");
+    validate_cmd->add_option("--format", suite_format, "table, markdown (suite) or json (profile)")
+        ->check(CLI::IsMember({"table", "markdown", "json"}));
 
     CollectiveOptions coll;
     auto* coll_cmd = app.add_subcommand("collective", "simulate one collective on a slice (microbenchmark)");
@@ -419,7 +441,11 @@ int main(int argc, char** argv) {
             std::cout << podsim::config::explain(explain_what);
             return 0;
         }
-        if (*validate_cmd) return command_validate(suite_dir, suite_format);
+        if (*validate_cmd) {
+            if (!profiles.empty()) return command_validate_profile(validate_config, profiles, suite_format);
+            if (suite_dir.empty()) option_error("validate", "give --profile FILE or --suite DIR");
+            return command_validate(suite_dir, suite_format);
+        }
         if (*coll_cmd) return command_collective(coll);
         if (*merge_cmd) return command_sweep_merge(sweep_options);
         if (*sweep_cmd) {

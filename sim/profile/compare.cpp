@@ -1,0 +1,106 @@
+#include "profile/compare.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include "core/quantity.hpp"
+
+namespace podsim::profile {
+
+Comparison compare(const report::RunReport& predicted, const MeasuredProfile& measured) {
+    Comparison c;
+    c.name = predicted.name;
+    c.profile = measured.file;
+    c.format = measured.format;
+    c.steps = measured.steps;
+    c.predicted_step_s = predicted.step_time_s;
+    c.measured_step_s = measured.step_time_s;
+    c.notes = measured.notes;
+    std::map<std::string, double> pred;
+    for (const auto& s : predicted.op_stats) {
+        if (s.category != "host") pred[s.category] = s.time_s;
+    }
+    pred["host"] = predicted.host_s;
+    std::set<std::string> categories;
+    for (const auto& [k, v] : pred) categories.insert(k);
+    for (const auto& [k, v] : measured.category_s) categories.insert(k);
+    for (const auto& k : categories) {
+        CategoryComparison row;
+        row.category = k;
+        row.predicted_s = pred.count(k) ? pred[k] : 0.0;
+        row.measured_s = measured.category_s.count(k) ? measured.category_s.at(k) : 0.0;
+        if (row.predicted_s == 0.0 && row.measured_s == 0.0) continue;
+        row.difference_s = row.predicted_s - row.measured_s;
+        row.error = row.measured_s > 0 ? row.difference_s / row.measured_s : 0.0;
+        c.categories.push_back(row);
+    }
+    std::sort(c.categories.begin(), c.categories.end(), [](const auto& a, const auto& b) {
+        return std::fabs(a.difference_s) > std::fabs(b.difference_s);
+    });
+    c.largest_measured.assign(
+        measured.ops.begin(),
+        measured.ops.begin() + std::min<std::ptrdiff_t>(8, static_cast<std::ptrdiff_t>(measured.ops.size())));
+    return c;
+}
+
+std::string format_comparison(const Comparison& c) {
+    using core::format_seconds;
+    std::string out = fmt::format("podsim validate: {} against {} ({}, {} step{})\n\n", c.name, c.profile,
+                                  c.format, c.steps, c.steps == 1 ? "" : "s");
+    auto error_text = [](double predicted, double measured) {
+        return measured > 0 ? fmt::format("{:+.1f}%", 100.0 * (predicted - measured) / measured)
+                            : std::string("-");
+    };
+    out += fmt::format("  {:<20} {:>12} {:>12} {:>12} {:>9}\n", "per step", "predicted", "measured",
+                       "difference", "error");
+    out += fmt::format(
+        "  {:<20} {:>12} {:>12} {:>12} {:>9}\n", "step time", format_seconds(c.predicted_step_s),
+        c.measured_step_s > 0 ? format_seconds(c.measured_step_s) : std::string("-"),
+        c.measured_step_s > 0 ? format_seconds(c.predicted_step_s - c.measured_step_s) : std::string("-"),
+        error_text(c.predicted_step_s, c.measured_step_s));
+    out += "  by op category, largest difference first\n";
+    for (const auto& r : c.categories) {
+        out += fmt::format("  {:<20} {:>12} {:>12} {:>12} {:>9}\n", r.category, format_seconds(r.predicted_s),
+                           format_seconds(r.measured_s), format_seconds(r.difference_s),
+                           error_text(r.predicted_s, r.measured_s));
+    }
+    if (!c.largest_measured.empty()) {
+        out += "\n  largest measured ops (whole profile)\n";
+        for (const auto& op : c.largest_measured) {
+            std::string name = op.name.size() > 60 ? op.name.substr(0, 57) + "..." : op.name;
+            out += fmt::format("  {:<60} {:<16} {:>7}x {:>12}\n", name, op.category, op.occurrences,
+                               format_seconds(op.total_s));
+        }
+    }
+    for (const auto& note : c.notes) out += "\n  note: " + note + "\n";
+    return out;
+}
+
+std::string comparison_json(const Comparison& c) {
+    nlohmann::ordered_json j;
+    j["schema"] = "podsim.validation-report/v1";
+    j["name"] = c.name;
+    j["profile"] = c.profile;
+    j["format"] = c.format;
+    j["steps"] = c.steps;
+    j["predicted_step_time_s"] = c.predicted_step_s;
+    j["measured_step_time_s"] = c.measured_step_s;
+    auto rows = nlohmann::ordered_json::array();
+    for (const auto& r : c.categories) {
+        rows.push_back({{"category", r.category},
+                        {"predicted_s", r.predicted_s},
+                        {"measured_s", r.measured_s},
+                        {"difference_s", r.difference_s},
+                        {"error", r.error}});
+    }
+    j["categories"] = rows;
+    j["notes"] = c.notes;
+    return j.dump(2) + "\n";
+}
+
+}  // namespace podsim::profile

@@ -1,0 +1,36 @@
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "profile/measured_profile.hpp"
+#include "report/run_report.hpp"
+
+namespace podsim::profile {
+
+struct CategoryComparison {
+    std::string category;
+    double predicted_s = 0.0;   // per step
+    double measured_s = 0.0;    // per step
+    double difference_s = 0.0;  // predicted - measured
+    double error = 0.0;         // relative to measured (0 when nothing was measured)
+};
+
+struct Comparison {
+    std::string name;
+    std::string profile;
+    std::string format;
+    int steps = 1;
+    double predicted_step_s = 0.0;
+    double measured_step_s = 0.0;
+    std::vector<CategoryComparison> categories;  // largest absolute difference first
+    std::vector<MeasuredOp> largest_measured;    // the profile's biggest ops
+    std::vector<std::string> notes;
+};
+
+// Predicted vs measured time per op category and per step.
+Comparison compare(const report::RunReport& predicted, const MeasuredProfile& measured);
+std::string format_comparison(const Comparison& c);
+std::string comparison_json(const Comparison& c);
+
+}  // namespace podsim::profile

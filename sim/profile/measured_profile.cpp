@@ -1,0 +1,133 @@
+#include "profile/measured_profile.hpp"
+
+#include <zlib.h>
+
+#include <algorithm>
+#include <cctype>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "core/diagnostics.hpp"
+#include "profile/pod_viewer.hpp"
+
+namespace podsim::profile {
+namespace {
+
+std::string lower(std::string s) {
+    for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return s;
+}
+
+bool has(const std::string& s, const char* needle) {
+    return s.find(needle) != std::string::npos;
+}
+
+[[noreturn]] void fail(const std::string& path, const std::string& message) {
+    core::Diagnostics d;
+    d.error({path, 0, 0}, "", message);
+    throw core::UserError(d);
+}
+
+}  // namespace
+
+std::string classify_op(const std::string& name, const std::string& hint) {
+    const std::string n = lower(name);
+    const std::string h = lower(hint);
+    static const char* kPodsim[] = {"matmul",     "fusion",     "all-gather",         "reduce-scatter",
+                                    "all-reduce", "all-to-all", "collective-permute", "copy",
+                                    "host"};
+    for (const char* c : kPodsim) {
+        if (h == c) return c;
+    }
+    auto any = [&](std::initializer_list<const char*> words) {
+        for (const char* w : words) {
+            if (has(n, w) || has(h, w)) return true;
+        }
+        return false;
+    };
+    if (any({"all-reduce", "allreduce", "all_reduce"})) return "all-reduce";
+    if (any({"all-gather", "allgather", "all_gather"})) return "all-gather";
+    if (any({"reduce-scatter", "reducescatter", "reduce_scatter"})) return "reduce-scatter";
+    if (any({"all-to-all", "alltoall", "all_to_all"})) return "all-to-all";
+    if (any({"collective-permute", "sendrecv", "send-done", "recv-done", "ncclkernel_sendrecv"})) {
+        return "collective-permute";
+    }
+    if (any({"nccl"})) return "all-reduce";  // other NCCL kernels (broadcast, reduce) move gradients too
+    if (any({"memcpy", "memset", "copy-start", "copy-done", "copy.", "copy ", "data formatting"}) ||
+        n == "copy") {
+        return "copy";
+    }
+    if (any({"convolution", "gemm", "matmul", "dot", "cutlass", "xmma", "conv", "cublas", "mma"}))
+        return "matmul";
+    return "fusion";
+}
+
+std::string read_file_bytes(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) fail(path, "cannot open the file");
+    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (bytes.size() >= 2 && static_cast<unsigned char>(bytes[0]) == 0x1f &&
+        static_cast<unsigned char>(bytes[1]) == 0x8b) {
+        gzFile gz = gzopen(path.c_str(), "rb");
+        if (!gz) fail(path, "cannot open the gzip stream");
+        std::string out;
+        char buffer[1 << 16];
+        int n;
+        while ((n = gzread(gz, buffer, sizeof buffer)) > 0) out.append(buffer, static_cast<std::size_t>(n));
+        int err = 0;
+        const char* message = gzerror(gz, &err);
+        bool truncated = n < 0 || (err != Z_OK && err != Z_STREAM_END);
+        std::string why = message ? message : "";
+        gzclose(gz);
+        if (truncated)
+            fail(path, fmt::format("corrupt or truncated gzip data after {} bytes: {}", out.size(), why));
+        return out;
+    }
+    return bytes;
+}
+
+MeasuredProfile read_profile(const std::string& path) {
+    std::string bytes = read_file_bytes(path);
+    std::size_t first = bytes.find_first_not_of(" \t\r\n");
+    if (first == std::string::npos) fail(path, "empty file");
+    if (bytes[first] == '{' || bytes[first] == '[') {
+        if (bytes.find("\"podStatsSequence\"") != std::string::npos) {
+            PodViewer pv = read_pod_viewer(path);
+            MeasuredProfile p;
+            p.format = "pod-viewer";
+            p.file = path;
+            p.steps = 1;
+            for (const auto& ar : pv.all_reduces) {
+                // durationUs is per occurrence; occurrences count cores, so one occurrence per step.
+                p.category_s["all-reduce"] += ar.duration_s;
+                ++p.category_count["all-reduce"];
+                p.ops.push_back(MeasuredOp{ar.name, "all-reduce", ar.duration_s, 1, ar.data_bytes, 0.0});
+            }
+            double total = 0.0, compute = 0.0;
+            for (const auto& c : pv.per_core) {
+                total += c.total_s;
+                compute += c.high_flops_compute_s;
+            }
+            if (!pv.per_core.empty()) {
+                p.step_time_s = total / static_cast<double>(pv.per_core.size());
+                p.category_s["matmul"] = compute / static_cast<double>(pv.per_core.size());
+            }
+            return p;
+        }
+        return read_chrome_trace(path, bytes);
+    }
+    if (bytes.find("Metric: ") != std::string::npos || bytes.find("Counter: ") != std::string::npos) {
+        return read_pytorch_xla_metrics(path, bytes);
+    }
+    if (bytes.rfind("Name,Projected Start,Projected Duration", first) == first) {
+        return read_nvtx_projection_csv(path, bytes);
+    }
+    std::string head = lower(bytes.substr(0, std::min<std::size_t>(bytes.size(), 400)));
+    if (has(head, "operation") && has(head, "self") && has(head, ","))
+        return read_hlo_op_stats_csv(path, bytes);
+    return read_xplane(path, bytes);
+}
+
+}  // namespace podsim::profile

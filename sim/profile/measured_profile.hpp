@@ -1,0 +1,49 @@
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace podsim::profile {
+
+// A measured profile reduced to what podsim can compare: device time per op category per step.
+// Categories are podsim's (parallel::category_name): matmul, fusion, all-gather, reduce-scatter,
+// all-reduce, all-to-all, collective-permute, copy, plus host (gaps between device work).
+struct MeasuredOp {
+    std::string name;
+    std::string category;
+    double total_s = 0.0;  // over the whole profile
+    long occurrences = 0;
+    double bytes = 0.0;  // collectives, when the profile says
+    double flops = 0.0;  // when the compiler says (XProf)
+};
+
+struct MeasuredProfile {
+    std::string format;  // chrome-trace, xplane, hlo-op-stats, pod-viewer, pytorch-xla-metrics
+    std::string file;
+    int steps = 1;                               // steps the totals cover
+    double step_time_s = 0.0;                    // mean measured step, 0 when the profile has no step markers
+    std::map<std::string, double> category_s;    // per step
+    std::map<std::string, long> category_count;  // per step
+    std::vector<MeasuredOp> ops;                 // largest first
+    std::vector<std::string> notes;              // e.g. "compiles every step"
+};
+
+// podsim's category for a measured op name (XLA HLO names, CUDA kernel names, NCCL kernels).
+std::string classify_op(const std::string& name, const std::string& hint = "");
+
+// Reads any supported profile, by content: Chrome trace JSON (.json / .json.gz: TensorBoard trace
+// viewer, PyTorch profiler, podsim --trace), XProf .xplane.pb, XProf pod_viewer JSON, HLO op stats
+// CSV, PyTorch/XLA metrics report. Throws core::UserError with file and byte offset on bad input.
+MeasuredProfile read_profile(const std::string& path);
+
+MeasuredProfile read_chrome_trace(const std::string& path, const std::string& text);
+MeasuredProfile read_xplane(const std::string& path, const std::string& bytes);
+MeasuredProfile read_hlo_op_stats_csv(const std::string& path, const std::string& text);
+MeasuredProfile read_pytorch_xla_metrics(const std::string& path, const std::string& text);
+MeasuredProfile read_nvtx_projection_csv(const std::string& path, const std::string& text);
+
+// Raw bytes of a file, gunzipped when it is gzip; throws core::UserError when unreadable.
+std::string read_file_bytes(const std::string& path);
+
+}  // namespace podsim::profile

@@ -1,0 +1,148 @@
+#include <doctest/doctest.h>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "core/diagnostics.hpp"
+#include "profile/compare.hpp"
+#include "profile/measured_profile.hpp"
+#include "report/format.hpp"
+#include "support.hpp"
+
+// Readers of measured profiles, on the real sample files (tests/data/README.md lists their origin).
+
+using namespace podsim;
+namespace fs = std::filesystem;
+
+namespace {
+std::string data(const std::string& name) {
+    return test::source_path("tests/data/" + name);
+}
+const profile::MeasuredOp* find_op(const profile::MeasuredProfile& p, const std::string& name) {
+    for (const auto& op : p.ops) {
+        if (op.name == name) return &op;
+    }
+    return nullptr;
+}
+}  // namespace
+
+TEST_CASE("XProf xplane.pb: the v6e all-reduce of 5 GiB, three times at about 121.7 ms") {
+    auto p = profile::read_profile(data("xprof__tpu_inference_2.xplane.pb"));
+    CHECK(p.format == "xplane");
+    const auto* ar = find_op(p, "all-reduce");
+    REQUIRE(ar != nullptr);
+    CHECK(ar->category == "all-reduce");
+    CHECK(ar->occurrences == 3);
+    CHECK(ar->total_s / 3 == doctest::Approx(121.7e-3).epsilon(0.01));
+    CHECK(p.category_s.count("copy"));  // host offload copy-start/done
+}
+
+TEST_CASE("PyTorch profiler trace (gzip): steps, NCCL all-reduce with its message size") {
+    auto p = profile::read_profile(data("hta__nccl_data.json.gz"));
+    CHECK(p.format == "chrome-trace");
+    CHECK(p.steps == 3);  // ProfilerStep#4..#6
+    CHECK(p.step_time_s > 0.2);
+    CHECK(p.step_time_s < 0.23);
+    CHECK(p.category_s.at("all-reduce") > 0);
+    bool nccl = false;
+    for (const auto& op : p.ops) {
+        if (op.name.find("ncclKernel_AllReduce") != std::string::npos) {
+            nccl = true;
+            CHECK(op.category == "all-reduce");
+            CHECK(op.bytes > 0);
+        }
+    }
+    CHECK(nccl);
+}
+
+TEST_CASE("NVTX GPU projection: five training steps of 127 to 148 ms") {
+    auto p = profile::read_profile(data("jaxtoolbox__pax_fsdp4_proc0__nvtx_gpu_proj_trace.csv.gz"));
+    CHECK(p.steps == 5);
+    CHECK(p.step_time_s > 0.127);
+    CHECK(p.step_time_s < 0.148);
+    CHECK(p.category_s.at("all-gather") > 0);
+    CHECK(p.category_s.at("reduce-scatter") > 0);
+}
+
+TEST_CASE("pod viewer: eight all-reduces and the per-core step") {
+    auto p = profile::read_profile(data("xprof__profile_demo.pod_viewer.json"));
+    CHECK(p.format == "pod-viewer");
+    CHECK(p.category_count.at("all-reduce") == 8);
+    CHECK(p.step_time_s == doctest::Approx(0.3975).epsilon(0.01));
+}
+
+TEST_CASE("HLO op stats CSV: categories from the table, times in us") {
+    auto p = profile::read_profile(data("hlo_op_stats_example.csv"));
+    CHECK(p.format == "hlo-op-stats");
+    CHECK(p.category_s.at("matmul") == doctest::Approx(0.096));
+    CHECK(p.category_s.at("fusion") == doctest::Approx(0.040));
+    CHECK(p.category_s.at("all-reduce") == doctest::Approx(0.024));
+    CHECK(p.category_s.at("copy") == doctest::Approx(0.010));
+}
+
+TEST_CASE("PyTorch/XLA metrics: a graph compiled every step is flagged, a cached one is not") {
+    auto bad = profile::read_profile(data("pytorch_xla_metrics_recompiling.txt"));
+    CHECK(bad.steps == 20);
+    CHECK(bad.step_time_s == doctest::Approx(82.4 / 20));
+    REQUIRE(bad.notes.size() == 1);
+    CHECK(bad.notes[0].find("compiles every step") != std::string::npos);
+    auto good = profile::read_profile(data("pytorch_xla_metrics_stable.txt"));
+    CHECK(good.notes.empty());
+    CHECK(good.step_time_s == doctest::Approx(209.55 / 50));
+}
+
+TEST_CASE("podsim's own trace reads back as the prediction it came from") {
+    auto sim = test::simulate_config("configs/maxtext-22b-fsdp-v4-128.yaml");
+    fs::path trace = fs::temp_directory_path() / fmt::format("podsim-trace-{}.json", ::getpid());
+    std::ofstream(trace) << report::chrome_trace("t", sim.program, sim.timeline, sim.memory);
+    auto p = profile::read_profile(trace.string());
+    for (const auto& s : sim.report.op_stats) {
+        if (s.category == "host") continue;
+        CAPTURE(s.category);
+        CHECK(p.category_s.at(s.category) == doctest::Approx(s.time_s).epsilon(1e-6));
+    }
+    auto c = profile::compare(sim.report, p);
+    for (const auto& row : c.categories) {
+        if (row.category != "host") CHECK(std::fabs(row.error) < 1e-6);
+    }
+}
+
+TEST_CASE("truncated and corrupted profiles are errors with the file, never a crash") {
+    std::mt19937 random(7);
+    for (const char* name :
+         {"xprof__tpu_inference_2.xplane.pb", "hta__nccl_data.json.gz", "xprof__profile_demo.pod_viewer.json",
+          "hlo_op_stats_example.csv", "jaxtoolbox__pax_fsdp4_proc0__nvtx_gpu_proj_trace.csv.gz",
+          "pytorch_xla_metrics_recompiling.txt"}) {
+        CAPTURE(name);
+        std::ifstream in(data(name), std::ios::binary);
+        std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        fs::path tmp = fs::temp_directory_path() / fmt::format("podsim-profile-{}", ::getpid());
+        auto survives = [&](const std::string& content) {
+            std::ofstream(tmp, std::ios::binary | std::ios::trunc) << content;
+            try {
+                profile::read_profile(tmp.string());
+            } catch (const core::UserError& e) {
+                return e.diagnostics().items().front().location.file == tmp.string();
+            } catch (...) {
+                return false;
+            }
+            return true;
+        };
+        for (int i = 1; i <= 8; ++i)
+            CHECK(survives(bytes.substr(0, bytes.size() * static_cast<std::size_t>(i) / 9)));
+        for (int i = 0; i < 8; ++i) {
+            std::string mutated = bytes;
+            for (int k = 0; k < 4; ++k)
+                mutated[random() % mutated.size()] = static_cast<char>(random() % 256);
+            CHECK(survives(mutated));
+        }
+        fs::remove(tmp);
+    }
+    CHECK_THROWS_AS(profile::read_profile(data("does-not-exist.json")), core::UserError);
+}
