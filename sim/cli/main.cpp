@@ -12,6 +12,7 @@
 #include "config/schema.hpp"
 #include "core/diagnostics.hpp"
 #include "core/quantity.hpp"
+#include "profile/calibrate.hpp"
 #include "profile/compare.hpp"
 #include "profile/measured_profile.hpp"
 #include "profile/suite.hpp"
@@ -336,6 +337,56 @@ int command_validate_profile(const std::string& config_path, const std::vector<s
     return 0;
 }
 
+struct CalibrateCommand {
+    std::string config, suite, params, out;
+    std::vector<std::string> profiles, cases;
+};
+
+int command_calibrate(const CalibrateCommand& c) {
+    std::vector<profile::CalibrationCase> cases;
+    if (!c.profiles.empty()) {
+        run::RunSpec spec = config::load_run_file(resolve_config(c.config));
+        for (const auto& p : c.profiles) cases.push_back(profile::case_from_profile(p, spec, p));
+    }
+    for (const auto& pair : c.cases) {
+        auto eq = pair.find('=');
+        if (eq == std::string::npos) option_error("--case", fmt::format("'{}' is not CONFIG=PROFILE", pair));
+        run::RunSpec spec = config::load_run_file(pair.substr(0, eq));
+        cases.push_back(profile::case_from_profile(pair, spec, pair.substr(eq + 1)));
+    }
+    if (!c.suite.empty()) {
+        for (const auto& v : config::load_validation_suite(c.suite)) {
+            profile::CalibrationCase cc{v.id, v.run, {}};
+            if (v.measured.count("step_time_s")) {
+                cc.targets.push_back({profile::Target::Kind::step_time, "", v.measured.at("step_time_s")});
+            }
+            if (v.measured.count("all_reduce_fraction")) {
+                cc.targets.push_back(
+                    {profile::Target::Kind::all_reduce_fraction, "", v.measured.at("all_reduce_fraction")});
+            }
+            if (!cc.targets.empty()) cases.push_back(std::move(cc));
+        }
+    }
+    if (cases.empty())
+        option_error("calibrate",
+                     "give --profile FILE (with a config), --case CONFIG=PROFILE or --suite DIR");
+    std::vector<std::string> params =
+        c.params.empty() ? std::vector<std::string>{"mxu_efficiency_jax",  "mxu_efficiency_pytorch_xla",
+                                                    "hbm_efficiency",      "op_overhead",
+                                                    "ici_link_efficiency", "collective_overhead"}
+                         : split(c.params, ',');
+    auto result = profile::calibrate(cases, params, cost::Calibration::defaults());
+    std::cout << profile::format_calibration(result);
+    if (!c.out.empty()) {
+        std::string source = "podsim calibrate on";
+        for (const auto& cc : cases) source += " " + cc.id;
+        std::ofstream(c.out) << profile::calibration_yaml(result, source);
+        std::cout << fmt::format(
+            "\ncalibration written to {} (use it with `calibration: {}` in a run config)\n", c.out, c.out);
+    }
+    return 0;
+}
+
 int command_validate(const std::string& suite, const std::string& format) {
     auto cases = config::load_validation_suite(suite);
     auto results = profile::evaluate_suite(cases);
@@ -427,6 +478,17 @@ int main(int argc, char** argv) {
     merge_cmd->add_option("shards", sweep_options.merge_dirs, "shard --out directories")->required();
     merge_cmd->add_option("--out", sweep_options.merge_out, "directory for the merged results")->required();
 
+    CalibrateCommand cal;
+    auto* cal_cmd =
+        app.add_subcommand("calibrate", "fit cost-model parameters to measured profiles or published cases");
+    cal_cmd->add_option("config", cal.config, "run config the --profile files were measured with");
+    cal_cmd->add_option("--profile", cal.profiles, "measured profile of CONFIG");
+    cal_cmd->add_option("--case", cal.cases, "CONFIG=PROFILE pair (repeatable)");
+    cal_cmd->add_option("--suite", cal.suite, "published cases (podsim.validation/v1 directory)");
+    cal_cmd->add_option("--params", cal.params,
+                        "parameters to fit, comma-separated (podsim explain calibration)");
+    cal_cmd->add_option("--out", cal.out, "write the fitted calibration (podsim.calibration/v1)");
+
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
@@ -448,6 +510,7 @@ int main(int argc, char** argv) {
         }
         if (*coll_cmd) return command_collective(coll);
         if (*merge_cmd) return command_sweep_merge(sweep_options);
+        if (*cal_cmd) return command_calibrate(cal);
         if (*sweep_cmd) {
             if (sweep_options.file.empty())
                 option_error("sweep", "give a sweep file (configs/sweeps/*.yaml)");
