@@ -6,7 +6,7 @@ DEPS        := g++ make cmake libyaml-cpp-dev libeigen3-dev libboost-graph-dev l
                libcli11-dev nlohmann-json3-dev zlib1g-dev
 SUDO        := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 
-.PHONY: all deps build run test bench sanitize format format-check golden validation clean
+.PHONY: all deps build run test bench sanitize format format-check golden validation clean notebooks
 
 all: build
 
@@ -60,3 +60,9 @@ validation: build
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD)
+
+# Executes the notebooks in notebooks-export/ and exports them to HTML (not part of `make test`).
+NOTEBOOK_DEPS := python3-matplotlib python3-pandas jupyter-nbconvert python3-ipykernel python3-nbformat
+notebooks: build
+	$(call install_missing,$(NOTEBOOK_DEPS))
+	tools/notebooks.sh

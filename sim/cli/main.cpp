@@ -399,6 +399,8 @@ int command_validate(const std::string& suite, const std::string& format) {
     }
     if (format == "markdown") {
         std::cout << profile::format_suite_markdown(results);
+    } else if (format == "json") {
+        std::cout << profile::format_suite_json(results);
     } else {
         std::cout << profile::format_suite(results);
     }

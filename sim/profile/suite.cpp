@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include <nlohmann/json.hpp>
+
 #include "core/diagnostics.hpp"
 #include "core/quantity.hpp"
 #include "profile/pod_viewer.hpp"
@@ -207,6 +209,26 @@ std::string format_suite_markdown(const std::vector<CaseResult>& results) {
     }
     if (!reasons.empty()) out += "\nExpected misses, and what the model lacks:\n\n" + reasons;
     return out;
+}
+
+std::string format_suite_json(const std::vector<CaseResult>& results) {
+    nlohmann::ordered_json cases = nlohmann::ordered_json::array();
+    for (const auto& r : results) {
+        cases.push_back({{"id", r.id},
+                         {"metric", r.metric},
+                         {"predicted", r.predicted},
+                         {"measured", r.measured},
+                         {"error", r.error},
+                         {"relative", r.relative},
+                         {"tolerance", r.tolerance},
+                         {"predicted_mfu", r.predicted_mfu},
+                         {"measured_mfu", r.measured_mfu},
+                         {"status", std::string(status_name(r.status))},
+                         {"expected_miss", r.expected_miss},
+                         {"source", r.source}});
+    }
+    nlohmann::ordered_json j = {{"schema", "podsim.validation-suite/v1"}, {"cases", cases}};
+    return j.dump(2) + "\n";
 }
 
 bool suite_passed(const std::vector<CaseResult>& results) {

@@ -42,6 +42,7 @@ std::vector<CaseResult> evaluate_collective_suite(const std::vector<config::Coll
 // A plain-text table (one row per case, then "N passed, N failed"), or the Markdown table of README.
 std::string format_suite(const std::vector<CaseResult>& results);
 std::string format_suite_markdown(const std::vector<CaseResult>& results);
+std::string format_suite_json(const std::vector<CaseResult>& results);
 bool suite_passed(const std::vector<CaseResult>& results);
 
 }  // namespace podsim::profile
