@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -59,7 +60,8 @@ std::string classify_op(const std::string& name, const std::string& hint) {
         n == "copy") {
         return "copy";
     }
-    if (any({"convolution", "gemm", "matmul", "dot", "cutlass", "xmma", "conv", "cublas", "mma"}))
+    if (any({"convolution", "gemm", "matmul", "dot", "cutlass", "xmma", "conv", "cublas", "mma", "scudnn",
+             "winograd"}))
         return "matmul";
     return "fusion";
 }
@@ -88,8 +90,42 @@ std::string read_file_bytes(const std::string& path) {
     return bytes;
 }
 
+namespace {
+
+// The first member of a tar archive whose name ends in `suffix` (ustar headers of 512 bytes).
+std::optional<std::string> tar_member(const std::string& path, const std::string& tar,
+                                      const std::string& suffix) {
+    std::size_t pos = 0;
+    while (pos + 512 <= tar.size()) {
+        std::string name = tar.substr(pos, 100).c_str();
+        if (name.empty()) break;
+        std::string prefix = tar.substr(pos + 345, 155).c_str();
+        if (!prefix.empty()) name = prefix + "/" + name;
+        std::size_t size = 0;
+        for (std::size_t i = 124; i < 136 && tar[pos + i] >= '0' && tar[pos + i] <= '7'; ++i) {
+            size = size * 8 + static_cast<std::size_t>(tar[pos + i] - '0');
+        }
+        if (size > tar.size() - pos - 512)
+            fail(path, fmt::format("tar member {} runs past the end of the archive", name));
+        if (name.size() >= suffix.size() &&
+            name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0) {
+            return tar.substr(pos + 512, size);
+        }
+        pos += 512 + (size + 511) / 512 * 512;
+    }
+    return std::nullopt;
+}
+
+}  // namespace
+
 MeasuredProfile read_profile(const std::string& path) {
     std::string bytes = read_file_bytes(path);
+    if (bytes.size() > 512 && bytes.compare(257, 5, "ustar") == 0) {
+        auto et = tar_member(path, bytes, ".et");
+        if (!et) fail(path, "a tar archive without a Chakra .et member");
+        return read_chakra_et(path, *et);
+    }
+    if (path.size() > 3 && path.compare(path.size() - 3, 3, ".et") == 0) return read_chakra_et(path, bytes);
     std::size_t first = bytes.find_first_not_of(" \t\r\n");
     if (first == std::string::npos) fail(path, "empty file");
     if (bytes[first] == '{' || bytes[first] == '[') {

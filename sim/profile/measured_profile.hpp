@@ -42,6 +42,7 @@ MeasuredProfile read_xplane(const std::string& path, const std::string& bytes);
 MeasuredProfile read_hlo_op_stats_csv(const std::string& path, const std::string& text);
 MeasuredProfile read_pytorch_xla_metrics(const std::string& path, const std::string& text);
 MeasuredProfile read_nvtx_projection_csv(const std::string& path, const std::string& text);
+MeasuredProfile read_chakra_et(const std::string& path, const std::string& bytes);
 
 // Raw bytes of a file, gunzipped when it is gzip; throws core::UserError when unreadable.
 std::string read_file_bytes(const std::string& path);

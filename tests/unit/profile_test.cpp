@@ -77,6 +77,20 @@ TEST_CASE("pod viewer: eight all-reduces and the per-core step") {
     CHECK(p.step_time_s == doctest::Approx(0.3975).epsilon(0.01));
 }
 
+TEST_CASE("Chakra execution trace inside a tar.gz: GPU kernels and NCCL collectives") {
+    auto p = profile::read_profile(data("chakra__feeder_tests_trace.tar.gz"));
+    CHECK(p.format == "chakra-et");
+    const profile::MeasuredOp* nccl = nullptr;
+    for (const auto& op : p.ops) {
+        if (op.name.rfind("ncclKernel_AllReduce", 0) == 0) nccl = &op;
+    }
+    REQUIRE(nccl != nullptr);
+    CHECK(nccl->category == "all-reduce");
+    CHECK(nccl->occurrences == 5);
+    CHECK(nccl->bytes > 0);
+    CHECK(p.category_s.at("matmul") > 0);  // cuDNN convolutions
+}
+
 TEST_CASE("HLO op stats CSV: categories from the table, times in us") {
     auto p = profile::read_profile(data("hlo_op_stats_example.csv"));
     CHECK(p.format == "hlo-op-stats");
