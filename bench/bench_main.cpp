@@ -89,6 +89,7 @@ int main() {
     bench_config("default (GPT-2 2B FSDP, v4-8, 4 chips)", "configs/default.yaml", 21);
     bench_config("GPT-2 128B FSDP, 4x8x8 (256 chips)", "configs/gpt2-128b-fsdp-v4-512.yaml", 11);
     bench_config("MaxText 22B FSDP, 4x4x4 (64 chips)", "configs/maxtext-22b-fsdp-v4-128.yaml", 11);
+    bench_config("PaLM 540B, 2 x 3072 chips (6144)", "configs/palm-540b-2x3072.yaml", 5);
     bench_pod_all_gather();
     bench_sweep();
     return 0;

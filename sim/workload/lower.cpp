@@ -66,7 +66,9 @@ class Lowering {
     void make_param_groups() {
         ParamCount c = count_params(m_);
         const I d = m_.d_model;
-        ParamGroup embed{"embedding", -1, c.embedding, false, {}};
+        // Text models split the vocabulary over the tensor axis (Megatron's vocab-parallel
+        // embedding and LM head).
+        ParamGroup embed{"embedding", -1, c.embedding, !m_.is_vit(), {}};
         if (m_.is_vit()) {
             embed.matrices.push_back({static_cast<I>(m_.channels) * m_.patch_size * m_.patch_size, d});
         } else {
@@ -277,11 +279,11 @@ class Lowering {
         norm.kept_for_backward = true;
         int n = forward(std::move(norm), {x});
         int lm_group = m_.tied_embeddings ? embedding_group() : group;
-        Op head = weight_matmul("lm_head", -1, lm_group, batch(T_), none(d), none(m_.vocab));
+        Op head = weight_matmul("lm_head", -1, lm_group, batch(T_), none(d), tensor(m_.vocab));
         head.kept_for_backward = true;
         int h = forward(std::move(head), {n});
         // Softmax cross-entropy over the vocabulary, in fp32; its backward writes dlogits.
-        Op loss = fusion("loss", -1, {act({batch(T_), none(m_.vocab)})}, {Tensor::of({batch(T_)}, 4)});
+        Op loss = fusion("loss", -1, {act({batch(T_), tensor(m_.vocab)})}, {Tensor::of({batch(T_)}, 4)});
         int lo = forward(std::move(loss), {h});
         int grad = backward_of(forwards_.size() - 1, lo);
         grad = backward_of(forwards_.size() - 2, grad);
@@ -368,7 +370,7 @@ class Lowering {
         b.writes = fwd.reads;
         if (fwd.name == "embed") {
             // Scatter-add of row gradients into a dense table gradient.
-            b.writes = {Tensor::of({none(m_.vocab), none(m_.d_model)}, p_)};
+            b.writes = {Tensor::of({tensor(m_.vocab), none(m_.d_model)}, p_)};
         }
         if (fwd.name == "loss") {
             b.reads = fwd.reads;
