@@ -68,6 +68,33 @@ std::string dump_mapping(const run::Simulation& sim) {
     return out;
 }
 
+std::string dump_opgraph(const run::Simulation& sim) {
+    // The unsharded step of one microbatch: what the workload module lowered the model to.
+    std::string out = fmt::format("{:>5}  {:<9} {:<7} {:<44} {:>26} {:>12}  inputs\n", "op", "phase", "kind",
+                                  "name", "matmul [batch] m x n x k", "FLOPs");
+    const auto& g = sim.graph;
+    for (int i : g.topological_order()) {
+        const auto& op = g.op(i);
+        std::string shape, preds;
+        double flops = 0.0;
+        if (op.kind == workload::OpKind::matmul) {
+            const auto& m = op.matmul;
+            double batch = static_cast<double>(m.batch[0].size * m.batch[1].size);
+            shape = fmt::format("[{}] {} x {} x {}", m.batch[0].size * m.batch[1].size, m.m.size, m.n.size,
+                                m.k.size);
+            flops = 2.0 * batch * static_cast<double>(m.m.size) * static_cast<double>(m.n.size) *
+                    static_cast<double>(m.k.size);
+        }
+        for (int p : g.predecessors(i)) preds += fmt::format("{} ", p);
+        const char* kind = op.kind == workload::OpKind::matmul   ? "matmul"
+                           : op.kind == workload::OpKind::fusion ? "fusion"
+                                                                 : "update";
+        out += fmt::format("{:>5}  {:<9} {:<7} {:<44} {:>26} {:>12.4g}  {}\n", i,
+                           workload::phase_name(op.phase), kind, op.name, shape, flops, preds);
+    }
+    return out;
+}
+
 std::string dump_program(const run::Simulation& sim) {
     std::string out = fmt::format("{:>5}  {:<12} {:<10} {:<44} {:>12} {:>12} {:>10}  deps\n", "op",
                                   "resource", "phase", "name", "flops", "bytes", "time");
@@ -106,7 +133,9 @@ int command_run(const std::string& config_path, const std::string& format, const
                 const std::string& dump) {
     run::RunSpec spec = config::load_run_file(resolve_config(config_path));
     run::Simulation sim = run::simulate(spec);
-    if (dump == "mapping") {
+    if (dump == "opgraph") {
+        std::cout << dump_opgraph(sim);
+    } else if (dump == "mapping") {
         std::cout << dump_mapping(sim);
     } else if (dump == "program") {
         std::cout << dump_program(sim);
@@ -420,8 +449,10 @@ int main(int argc, char** argv) {
     run_cmd->add_option("config", run_config, "run config (podsim.run/v1)");
     run_cmd->add_option("--format", format, "table or json")->check(CLI::IsMember({"table", "json"}));
     run_cmd->add_option("--trace", trace_path, "write a Chrome trace (Perfetto) of the predicted step");
-    run_cmd->add_option("--dump", dump, "print one stage instead of the report: mapping, program, timeline")
-        ->check(CLI::IsMember({"mapping", "program", "timeline"}));
+    run_cmd
+        ->add_option("--dump", dump,
+                     "print one stage instead of the report: opgraph, mapping, program, timeline")
+        ->check(CLI::IsMember({"opgraph", "mapping", "program", "timeline"}));
 
     std::vector<std::string> check_paths;
     auto* check_cmd = app.add_subcommand("check", "validate run configs without simulating");

@@ -121,9 +121,9 @@ Simulation simulate(const RunSpec& spec) {
     }
     sim.mapping = std::get<std::vector<network::AxisMapping>>(std::move(mapping));
 
-    workload::OpGraph graph = workload::lower_training_step(spec.model, spec.training);
+    sim.graph = workload::lower_training_step(spec.model, spec.training);
     sim.program = parallel::partition(
-        parallel::PartitionInput{graph, spec.training, spec.mesh, sim.mapping, spec.runtime});
+        parallel::PartitionInput{sim.graph, spec.training, spec.mesh, sim.mapping, spec.runtime});
     cost::CostModel model(
         cost::CostContext{spec.topology, spec.runtime, spec.calibration, spec.training.dtype});
     sim.costs = model.cost_all(sim.program);

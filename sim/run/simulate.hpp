@@ -15,11 +15,13 @@
 #include "report/run_report.hpp"
 #include "run/run_spec.hpp"
 #include "scheduler/timeline.hpp"
+#include "workload/op_graph.hpp"
 
 namespace podsim::run {
 
 // Every stage's output, so that each can be dumped and tested on its own (DESIGN.md §2).
 struct Simulation {
+    workload::OpGraph graph;  // the unsharded step, before partitioning
     std::vector<network::AxisMapping> mapping;
     std::shared_ptr<const network::Torus> torus;  // null for a single chip
     std::vector<collectives::CommPlan> plans;     // distinct ICI collective plans
