@@ -25,13 +25,15 @@ bool has(const std::string& s, const char* needle) {
     return s.find(needle) != std::string::npos;
 }
 
-[[noreturn]] void fail(const std::string& path, const std::string& message) {
-    core::Diagnostics d;
-    d.error({path, 0, 0}, "", message);
-    throw core::UserError(d);
-}
 
 }  // namespace
+
+void profile_error(const std::string& path, std::size_t offset, const std::string& message) {
+    core::Diagnostics d;
+    // Profiles are not line-oriented: the byte offset says where the problem is.
+    d.error({path, 0, 0}, "", offset > 0 ? fmt::format("at byte {}: {}", offset, message) : message);
+    throw core::UserError(d);
+}
 
 std::string classify_op(const std::string& name, const std::string& hint) {
     const std::string n = lower(name);
@@ -68,12 +70,12 @@ std::string classify_op(const std::string& name, const std::string& hint) {
 
 std::string read_file_bytes(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
-    if (!in) fail(path, "cannot open the file");
+    if (!in) profile_error(path, 0, "cannot open the file");
     std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     if (bytes.size() >= 2 && static_cast<unsigned char>(bytes[0]) == 0x1f &&
         static_cast<unsigned char>(bytes[1]) == 0x8b) {
         gzFile gz = gzopen(path.c_str(), "rb");
-        if (!gz) fail(path, "cannot open the gzip stream");
+        if (!gz) profile_error(path, 0, "cannot open the gzip stream");
         std::string out;
         char buffer[1 << 16];
         int n;
@@ -84,7 +86,7 @@ std::string read_file_bytes(const std::string& path) {
         std::string why = message ? message : "";
         gzclose(gz);
         if (truncated)
-            fail(path, fmt::format("corrupt or truncated gzip data after {} bytes: {}", out.size(), why));
+            profile_error(path, 0, fmt::format("corrupt or truncated gzip data after {} bytes: {}", out.size(), why));
         return out;
     }
     return bytes;
@@ -106,7 +108,7 @@ std::optional<std::string> tar_member(const std::string& path, const std::string
             size = size * 8 + static_cast<std::size_t>(tar[pos + i] - '0');
         }
         if (size > tar.size() - pos - 512)
-            fail(path, fmt::format("tar member {} runs past the end of the archive", name));
+            profile_error(path, 0, fmt::format("tar member {} runs past the end of the archive", name));
         if (name.size() >= suffix.size() &&
             name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0) {
             return tar.substr(pos + 512, size);
@@ -122,12 +124,12 @@ MeasuredProfile read_profile(const std::string& path) {
     std::string bytes = read_file_bytes(path);
     if (bytes.size() > 512 && bytes.compare(257, 5, "ustar") == 0) {
         auto et = tar_member(path, bytes, ".et");
-        if (!et) fail(path, "a tar archive without a Chakra .et member");
+        if (!et) profile_error(path, 0, "a tar archive without a Chakra .et member");
         return read_chakra_et(path, *et);
     }
     if (path.size() > 3 && path.compare(path.size() - 3, 3, ".et") == 0) return read_chakra_et(path, bytes);
     std::size_t first = bytes.find_first_not_of(" \t\r\n");
-    if (first == std::string::npos) fail(path, "empty file");
+    if (first == std::string::npos) profile_error(path, 0, "empty file");
     if (bytes[first] == '{' || bytes[first] == '[') {
         if (bytes.find("\"podStatsSequence\"") != std::string::npos) {
             PodViewer pv = read_pod_viewer(path);

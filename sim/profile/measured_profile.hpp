@@ -29,6 +29,9 @@ struct MeasuredProfile {
     std::vector<std::string> notes;              // e.g. "compiles every step"
 };
 
+// Throws core::UserError for a bad profile: FILE: error: at byte OFFSET: message.
+[[noreturn]] void profile_error(const std::string& path, std::size_t offset, const std::string& message);
+
 // podsim's category for a measured op name (XLA HLO names, CUDA kernel names, NCCL kernels).
 std::string classify_op(const std::string& name, const std::string& hint = "");
 

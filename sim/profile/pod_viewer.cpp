@@ -8,16 +8,11 @@
 #include <nlohmann/json.hpp>
 
 #include "core/diagnostics.hpp"
+#include "profile/measured_profile.hpp"
 
 namespace podsim::profile {
 namespace {
 
-[[noreturn]] void fail(const std::string& path, std::size_t offset, const std::string& message) {
-    core::Diagnostics d;
-    // Profiles are not line-oriented: report the byte offset where the problem is.
-    d.error({path, 0, 0}, "", offset > 0 ? fmt::format("at byte {}: {}", offset, message) : message);
-    throw core::UserError(d);
-}
 
 // pod_viewer writes 64-bit integers as strings ("dataSize": "30661632").
 double number(const nlohmann::json& j) {
@@ -30,25 +25,25 @@ double number(const nlohmann::json& j) {
 
 PodViewer read_pod_viewer(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
-    if (!in) fail(path, 0, "cannot open the file");
+    if (!in) profile_error(path, 0, "cannot open the file");
     std::stringstream buffer;
     buffer << in.rdbuf();
     nlohmann::json j;
     try {
         j = nlohmann::json::parse(buffer.str());
     } catch (const nlohmann::json::parse_error& e) {
-        fail(path, e.byte, fmt::format("not valid JSON ({})", e.what()));
+        profile_error(path, e.byte, fmt::format("not valid JSON ({})", e.what()));
     }
     PodViewer pv;
     try {
         if (!j.is_object() || !j.contains("podStatsSequence"))
-            fail(path, 0, "no podStatsSequence: not a pod_viewer file");
+            profile_error(path, 0, "no podStatsSequence: not a pod_viewer file");
         const auto& env = j.value("runEnvironment", nlohmann::json::object());
         pv.tpu_type = env.value("tpuType", "");
         pv.cores = env.contains("tpuCoreCount") ? static_cast<int>(number(env["tpuCoreCount"])) : 0;
         pv.hosts = env.contains("hostCount") ? static_cast<int>(number(env["hostCount"])) : 0;
         const auto& steps = j["podStatsSequence"].at("podStatsMap");
-        if (!steps.is_array() || steps.empty()) fail(path, 0, "podStatsMap has no step");
+        if (!steps.is_array() || steps.empty()) profile_error(path, 0, "podStatsMap has no step");
         const auto& step = steps[0];
         pv.step = step.contains("stepNum") ? static_cast<int>(number(step["stepNum"])) : 0;
         // Named copies: iterating a temporary returned by value() would dangle.
@@ -75,7 +70,7 @@ PodViewer read_pod_viewer(const std::string& path) {
     } catch (const core::UserError&) {
         throw;
     } catch (const std::exception& e) {
-        fail(path, 0, fmt::format("unexpected structure: {}", e.what()));
+        profile_error(path, 0, fmt::format("unexpected structure: {}", e.what()));
     }
     return pv;
 }

@@ -12,17 +12,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/csv.hpp"
 #include "core/diagnostics.hpp"
 #include "profile/measured_profile.hpp"
 
 namespace podsim::profile {
 namespace {
 
-[[noreturn]] void fail(const std::string& path, std::size_t offset, const std::string& message) {
-    core::Diagnostics d;
-    d.error({path, 0, 0}, "", offset > 0 ? fmt::format("at byte {}: {}", offset, message) : message);
-    throw core::UserError(d);
-}
 
 using Interval = std::pair<double, double>;
 
@@ -86,12 +82,12 @@ class Wire {
     std::uint64_t varint() {
         std::uint64_t value = 0;
         for (int shift = 0; shift < 64; shift += 7) {
-            if (pos_ >= end_) fail(path_, pos_, "truncated varint (the file ends inside a field)");
+            if (pos_ >= end_) profile_error(path_, pos_, "truncated varint (the file ends inside a field)");
             auto byte = static_cast<unsigned char>(data_[pos_++]);
             value |= static_cast<std::uint64_t>(byte & 0x7f) << shift;
             if (byte < 0x80) return value;
         }
-        fail(path_, pos_, "varint longer than 10 bytes: not a protobuf file");
+        profile_error(path_, pos_, "varint longer than 10 bytes: not a protobuf file");
     }
     // Reads a key; returns field number and wire type.
     std::pair<std::uint32_t, int> key() {
@@ -102,7 +98,7 @@ class Wire {
     Wire sub() {
         std::uint64_t length = varint();
         if (length > end_ - pos_)
-            fail(path_, pos_,
+            profile_error(path_, pos_,
                  fmt::format("field of {} bytes runs past the end ({} left)", length, end_ - pos_));
         Wire w(path_, data_, pos_, pos_ + length);
         pos_ += length;
@@ -113,7 +109,7 @@ class Wire {
         return data_.substr(w.pos_, w.end_ - w.pos_);
     }
     double fixed64_double() {
-        if (end_ - pos_ < 8) fail(path_, pos_, "truncated 64-bit field");
+        if (end_ - pos_ < 8) profile_error(path_, pos_, "truncated 64-bit field");
         double v;
         std::memcpy(&v, data_.data() + pos_, 8);
         pos_ += 8;
@@ -125,18 +121,18 @@ class Wire {
                 varint();
                 return;
             case 1:
-                if (end_ - pos_ < 8) fail(path_, pos_, "truncated 64-bit field");
+                if (end_ - pos_ < 8) profile_error(path_, pos_, "truncated 64-bit field");
                 pos_ += 8;
                 return;
             case 2:
                 sub();
                 return;
             case 5:
-                if (end_ - pos_ < 4) fail(path_, pos_, "truncated 32-bit field");
+                if (end_ - pos_ < 4) profile_error(path_, pos_, "truncated 32-bit field");
                 pos_ += 4;
                 return;
             default:
-                fail(path_, pos_, fmt::format("unknown wire type {}: not an XSpace protobuf", wire_type));
+                profile_error(path_, pos_, fmt::format("unknown wire type {}: not an XSpace protobuf", wire_type));
         }
     }
 
@@ -353,8 +349,8 @@ MeasuredProfile read_xplane(const std::string& path, const std::string& data) {
         busy = union_length(device);
         window = last > first ? last - first : busy;
     }
-    if (!any_plane) fail(path, 0, "no planes: not an XProf XSpace (.xplane.pb) file");
-    if (!used_device) fail(path, 0, "no /device: plane with XLA Ops in this XSpace");
+    if (!any_plane) profile_error(path, 0, "no planes: not an XProf XSpace (.xplane.pb) file");
+    if (!used_device) profile_error(path, 0, "no /device: plane with XLA Ops in this XSpace");
     return finish(std::move(p), ops, busy, window);
 }
 
@@ -437,7 +433,7 @@ MeasuredProfile read_chakra_et(const std::string& path, const std::string& data)
         ++op.occurrences;
         busy += duration_s;
     }
-    if (ops.empty()) fail(path, 0, "no GPU nodes with durations: not a Chakra execution trace");
+    if (ops.empty()) profile_error(path, 0, "no GPU nodes with durations: not a Chakra execution trace");
     MeasuredProfile p;
     p.format = "chakra-et";
     p.file = path;
@@ -450,7 +446,7 @@ MeasuredProfile read_chrome_trace(const std::string& path, const std::string& te
     try {
         j = nlohmann::json::parse(text);
     } catch (const nlohmann::json::parse_error& e) {
-        fail(path, e.byte, fmt::format("not valid JSON: {}", e.what()));
+        profile_error(path, e.byte, fmt::format("not valid JSON: {}", e.what()));
     }
     const nlohmann::json* events = nullptr;
     if (j.is_array()) {
@@ -458,7 +454,7 @@ MeasuredProfile read_chrome_trace(const std::string& path, const std::string& te
     } else if (j.is_object() && j.contains("traceEvents") && j["traceEvents"].is_array()) {
         events = &j["traceEvents"];
     } else {
-        fail(path, 0, "no traceEvents: not a Chrome trace");
+        profile_error(path, 0, "no traceEvents: not a Chrome trace");
     }
     MeasuredProfile p;
     p.format = "chrome-trace";
@@ -549,7 +545,7 @@ MeasuredProfile read_chrome_trace(const std::string& path, const std::string& te
             last = std::max(last, ts + dur);
         }
     }
-    if (ops.empty()) fail(path, 0, "no device ops found (GPU kernels, TPU XLA Ops, or podsim trace events)");
+    if (ops.empty()) profile_error(path, 0, "no device ops found (GPU kernels, TPU XLA Ops, or podsim trace events)");
     if (!step_durations.empty()) {
         p.steps = static_cast<int>(step_durations.size());
         double total = 0.0;
@@ -572,24 +568,7 @@ MeasuredProfile read_hlo_op_stats_csv(const std::string& path, const std::string
     std::istringstream in(text);
     std::string header;
     std::getline(in, header);
-    auto split = [](const std::string& line) {
-        std::vector<std::string> out;
-        std::string cur;
-        bool quoted = false;
-        for (char c : line) {
-            if (c == '"') {
-                quoted = !quoted;
-            } else if (c == ',' && !quoted) {
-                out.push_back(cur);
-                cur.clear();
-            } else if (c != '\r') {
-                cur += c;
-            }
-        }
-        out.push_back(cur);
-        return out;
-    };
-    auto columns = split(header);
+    auto columns = core::split_csv_line(header);
     auto find = [&](std::initializer_list<const char*> names) -> int {
         for (std::size_t i = 0; i < columns.size(); ++i) {
             std::string c = columns[i];
@@ -606,7 +585,7 @@ MeasuredProfile read_hlo_op_stats_csv(const std::string& path, const std::string
     int self_col =
         find({"total self-time (us)", "total self time (us)", "self time (us)", "total self-time"});
     if (op_col < 0 || self_col < 0) {
-        fail(path, 0, "not an HLO op stats CSV: needs 'Operation' and 'Total self-time (us)' columns");
+        profile_error(path, 0, "not an HLO op stats CSV: needs 'Operation' and 'Total self-time (us)' columns");
     }
     MeasuredProfile p;
     p.format = "hlo-op-stats";
@@ -619,9 +598,9 @@ MeasuredProfile read_hlo_op_stats_csv(const std::string& path, const std::string
         std::size_t line_offset = offset;
         offset += line.size() + 1;
         if (line.empty() || line == "\r") continue;
-        auto f = split(line);
+        auto f = core::split_csv_line(line);
         if (static_cast<int>(f.size()) <= std::max({op_col, self_col, cat_col, occ_col})) {
-            fail(path, line_offset,
+            profile_error(path, line_offset,
                  fmt::format("row has {} columns, the header {}", f.size(), columns.size()));
         }
         MeasuredOp op;
@@ -630,7 +609,7 @@ MeasuredProfile read_hlo_op_stats_csv(const std::string& path, const std::string
             op.total_s = std::stod(f[static_cast<std::size_t>(self_col)]) * 1e-6;
             op.occurrences = occ_col >= 0 ? std::stol(f[static_cast<std::size_t>(occ_col)]) : 1;
         } catch (const std::exception&) {
-            fail(path, line_offset,
+            profile_error(path, line_offset,
                  fmt::format("'{}' is not a number", f[static_cast<std::size_t>(self_col)]));
         }
         std::string hint = cat_col >= 0 ? f[static_cast<std::size_t>(cat_col)] : "";
@@ -641,7 +620,7 @@ MeasuredProfile read_hlo_op_stats_csv(const std::string& path, const std::string
         busy += op.total_s;
         ops[op.name] = op;
     }
-    if (ops.empty()) fail(path, 0, "no rows");
+    if (ops.empty()) profile_error(path, 0, "no rows");
     p.steps = 1;
     p.notes.push_back("HLO op stats hold totals over the profiled steps; give --steps to compare per step");
     return finish(std::move(p), ops, busy, busy);
@@ -661,28 +640,11 @@ MeasuredProfile read_nvtx_projection_csv(const std::string& path, const std::str
     std::vector<Range> thunks;
     std::map<std::string, std::vector<Interval>> modules;
     std::size_t offset = line.size() + 1;
-    auto split = [](const std::string& l) {
-        std::vector<std::string> out;
-        std::string cur;
-        bool quoted = false;
-        for (char c : l) {
-            if (c == '"') {
-                quoted = !quoted;
-            } else if (c == ',' && !quoted) {
-                out.push_back(cur);
-                cur.clear();
-            } else {
-                cur += c;
-            }
-        }
-        out.push_back(cur);
-        return out;
-    };
     while (std::getline(in, line)) {
         std::size_t line_offset = offset;
         offset += line.size() + 1;
-        auto f = split(line);
-        if (f.size() < 3) fail(path, line_offset, "row with fewer than 3 columns");
+        auto f = core::split_csv_line(line);
+        if (f.size() < 3) profile_error(path, line_offset, "row with fewer than 3 columns");
         const std::string& name = f[0];
         if (f[1].empty() || f[2].empty()) continue;
         double start = 0.0, duration = 0.0;
@@ -690,7 +652,7 @@ MeasuredProfile read_nvtx_projection_csv(const std::string& path, const std::str
             start = std::stod(f[1]) * 1e-9;
             duration = std::stod(f[2]) * 1e-9;
         } catch (const std::exception&) {
-            fail(path, line_offset, fmt::format("'{}' or '{}' is not a number of ns", f[1], f[2]));
+            profile_error(path, line_offset, fmt::format("'{}' or '{}' is not a number of ns", f[1], f[2]));
         }
         if (name.rfind("TSL:XlaModule:", 0) == 0) {
             modules[name].push_back({start, start + duration});
@@ -701,7 +663,7 @@ MeasuredProfile read_nvtx_projection_csv(const std::string& path, const std::str
         }
     }
     if (thunks.empty())
-        fail(path, 0, "no TSL:Thunk ranges with hlo_op=: not an NVTX GPU projection of an XLA program");
+        profile_error(path, 0, "no TSL:Thunk ranges with hlo_op=: not an NVTX GPU projection of an XLA program");
     MeasuredProfile p;
     p.format = "nvtx-gpu-projection";
     p.file = path;
@@ -795,7 +757,7 @@ MeasuredProfile read_pytorch_xla_metrics(const std::string& path, const std::str
         }
     }
     if (!samples.count("ExecuteTime") && !samples.count("CompileTime")) {
-        fail(path, 0, "no CompileTime or ExecuteTime metric: not a PyTorch/XLA metrics report");
+        profile_error(path, 0, "no CompileTime or ExecuteTime metric: not a PyTorch/XLA metrics report");
     }
     double executions = samples.count("ExecuteTime") ? samples["ExecuteTime"] : 0.0;
     double compiles = samples.count("CompileTime") ? samples["CompileTime"] : 0.0;

@@ -16,6 +16,7 @@
 
 #include <fmt/format.h>
 
+#include "core/csv.hpp"
 #include "core/diagnostics.hpp"
 #include "core/quantity.hpp"
 #include "run/simulate.hpp"
@@ -67,43 +68,6 @@ namespace {
 
 // ------------------------------------------------------------------ CSV and JSON lines
 
-std::string csv_field(const std::string& s) {
-    if (s.find_first_of(",\"\n") == std::string::npos) return s;
-    std::string out = "\"";
-    for (char c : s) {
-        if (c == '"') out += '"';
-        out += c == '\n' ? ' ' : c;
-    }
-    return out + "\"";
-}
-
-std::vector<std::string> csv_split(const std::string& line) {
-    std::vector<std::string> fields;
-    std::string cur;
-    bool quoted = false;
-    for (std::size_t i = 0; i < line.size(); ++i) {
-        char c = line[i];
-        if (quoted) {
-            if (c == '"' && i + 1 < line.size() && line[i + 1] == '"') {
-                cur += '"';
-                ++i;
-            } else if (c == '"') {
-                quoted = false;
-            } else {
-                cur += c;
-            }
-        } else if (c == '"') {
-            quoted = true;
-        } else if (c == ',') {
-            fields.push_back(cur);
-            cur.clear();
-        } else {
-            cur += c;
-        }
-    }
-    fields.push_back(cur);
-    return fields;
-}
 
 const char* kMetricColumns[] = {"name",        "chips",
                                 "step_time_s", "mfu",
@@ -116,7 +80,7 @@ const char* kMetricColumns[] = {"name",        "chips",
 
 std::string csv_header(const std::vector<std::string>& params) {
     std::string h = "index,status,reason";
-    for (const auto& p : params) h += "," + csv_field(p);
+    for (const auto& p : params) h += "," + core::csv_field(p);
     for (const char* m : kMetricColumns) h += std::string(",") + m;
     return h + "\n";
 }
@@ -126,13 +90,13 @@ std::string num(double v) {
 }
 
 std::string csv_row(const Row& r) {
-    std::string line = fmt::format("{},{},{}", r.index, r.ok ? "ok" : "skipped", csv_field(r.reason));
-    for (const auto& v : r.values) line += "," + csv_field(v);
+    std::string line = fmt::format("{},{},{}", r.index, r.ok ? "ok" : "skipped", core::csv_field(r.reason));
+    for (const auto& v : r.values) line += "," + core::csv_field(v);
     if (!r.ok) {
         for (std::size_t i = 0; i < std::size(kMetricColumns); ++i) line += ",";
         return line + "\n";
     }
-    line += "," + csv_field(r.name) + "," + num(r.chips) + "," + num(r.step_time_s) + "," + num(r.mfu) + "," +
+    line += "," + core::csv_field(r.name) + "," + num(r.chips) + "," + num(r.step_time_s) + "," + num(r.mfu) + "," +
             num(r.hfu) + "," + num(r.tokens_per_s) + "," + num(r.peak_bytes) + "," + num(r.capacity_bytes) +
             "," + (r.fits ? "true" : "false") + "," + num(r.exposed_communication_s) + "," +
             num(r.compute_s) + "," + num(r.host_peak_bytes) + "," + (r.host_fits ? "true" : "false") + "," +
@@ -141,7 +105,7 @@ std::string csv_row(const Row& r) {
 }
 
 std::optional<Row> parse_csv_row(const std::string& line, std::size_t params) {
-    auto f = csv_split(line);
+    auto f = core::split_csv_line(line);
     if (f.size() != 3 + params + std::size(kMetricColumns)) return std::nullopt;
     Row r;
     try {
