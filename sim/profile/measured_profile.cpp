@@ -25,7 +25,6 @@ bool has(const std::string& s, const char* needle) {
     return s.find(needle) != std::string::npos;
 }
 
-
 }  // namespace
 
 void profile_error(const std::string& path, std::size_t offset, const std::string& message) {
@@ -86,7 +85,8 @@ std::string read_file_bytes(const std::string& path) {
         std::string why = message ? message : "";
         gzclose(gz);
         if (truncated)
-            profile_error(path, 0, fmt::format("corrupt or truncated gzip data after {} bytes: {}", out.size(), why));
+            profile_error(path, 0,
+                          fmt::format("corrupt or truncated gzip data after {} bytes: {}", out.size(), why));
         return out;
     }
     return bytes;

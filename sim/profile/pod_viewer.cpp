@@ -13,7 +13,6 @@
 namespace podsim::profile {
 namespace {
 
-
 // pod_viewer writes 64-bit integers as strings ("dataSize": "30661632").
 double number(const nlohmann::json& j) {
     if (j.is_number()) return j.get<double>();

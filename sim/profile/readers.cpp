@@ -19,7 +19,6 @@
 namespace podsim::profile {
 namespace {
 
-
 using Interval = std::pair<double, double>;
 
 double union_length(std::vector<Interval> v) {
@@ -99,7 +98,7 @@ class Wire {
         std::uint64_t length = varint();
         if (length > end_ - pos_)
             profile_error(path_, pos_,
-                 fmt::format("field of {} bytes runs past the end ({} left)", length, end_ - pos_));
+                          fmt::format("field of {} bytes runs past the end ({} left)", length, end_ - pos_));
         Wire w(path_, data_, pos_, pos_ + length);
         pos_ += length;
         return w;
@@ -132,7 +131,8 @@ class Wire {
                 pos_ += 4;
                 return;
             default:
-                profile_error(path_, pos_, fmt::format("unknown wire type {}: not an XSpace protobuf", wire_type));
+                profile_error(path_, pos_,
+                              fmt::format("unknown wire type {}: not an XSpace protobuf", wire_type));
         }
     }
 
@@ -545,7 +545,8 @@ MeasuredProfile read_chrome_trace(const std::string& path, const std::string& te
             last = std::max(last, ts + dur);
         }
     }
-    if (ops.empty()) profile_error(path, 0, "no device ops found (GPU kernels, TPU XLA Ops, or podsim trace events)");
+    if (ops.empty())
+        profile_error(path, 0, "no device ops found (GPU kernels, TPU XLA Ops, or podsim trace events)");
     if (!step_durations.empty()) {
         p.steps = static_cast<int>(step_durations.size());
         double total = 0.0;
@@ -585,7 +586,8 @@ MeasuredProfile read_hlo_op_stats_csv(const std::string& path, const std::string
     int self_col =
         find({"total self-time (us)", "total self time (us)", "self time (us)", "total self-time"});
     if (op_col < 0 || self_col < 0) {
-        profile_error(path, 0, "not an HLO op stats CSV: needs 'Operation' and 'Total self-time (us)' columns");
+        profile_error(path, 0,
+                      "not an HLO op stats CSV: needs 'Operation' and 'Total self-time (us)' columns");
     }
     MeasuredProfile p;
     p.format = "hlo-op-stats";
@@ -601,7 +603,7 @@ MeasuredProfile read_hlo_op_stats_csv(const std::string& path, const std::string
         auto f = core::split_csv_line(line);
         if (static_cast<int>(f.size()) <= std::max({op_col, self_col, cat_col, occ_col})) {
             profile_error(path, line_offset,
-                 fmt::format("row has {} columns, the header {}", f.size(), columns.size()));
+                          fmt::format("row has {} columns, the header {}", f.size(), columns.size()));
         }
         MeasuredOp op;
         op.name = f[static_cast<std::size_t>(op_col)];
@@ -610,7 +612,7 @@ MeasuredProfile read_hlo_op_stats_csv(const std::string& path, const std::string
             op.occurrences = occ_col >= 0 ? std::stol(f[static_cast<std::size_t>(occ_col)]) : 1;
         } catch (const std::exception&) {
             profile_error(path, line_offset,
-                 fmt::format("'{}' is not a number", f[static_cast<std::size_t>(self_col)]));
+                          fmt::format("'{}' is not a number", f[static_cast<std::size_t>(self_col)]));
         }
         std::string hint = cat_col >= 0 ? f[static_cast<std::size_t>(cat_col)] : "";
         op.category = classify_op(op.name, hint);
@@ -663,7 +665,8 @@ MeasuredProfile read_nvtx_projection_csv(const std::string& path, const std::str
         }
     }
     if (thunks.empty())
-        profile_error(path, 0, "no TSL:Thunk ranges with hlo_op=: not an NVTX GPU projection of an XLA program");
+        profile_error(path, 0,
+                      "no TSL:Thunk ranges with hlo_op=: not an NVTX GPU projection of an XLA program");
     MeasuredProfile p;
     p.format = "nvtx-gpu-projection";
     p.file = path;

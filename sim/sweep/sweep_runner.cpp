@@ -68,7 +68,6 @@ namespace {
 
 // ------------------------------------------------------------------ CSV and JSON lines
 
-
 const char* kMetricColumns[] = {"name",        "chips",
                                 "step_time_s", "mfu",
                                 "hfu",         "tokens_per_s",
@@ -96,11 +95,11 @@ std::string csv_row(const Row& r) {
         for (std::size_t i = 0; i < std::size(kMetricColumns); ++i) line += ",";
         return line + "\n";
     }
-    line += "," + core::csv_field(r.name) + "," + num(r.chips) + "," + num(r.step_time_s) + "," + num(r.mfu) + "," +
-            num(r.hfu) + "," + num(r.tokens_per_s) + "," + num(r.peak_bytes) + "," + num(r.capacity_bytes) +
-            "," + (r.fits ? "true" : "false") + "," + num(r.exposed_communication_s) + "," +
-            num(r.compute_s) + "," + num(r.host_peak_bytes) + "," + (r.host_fits ? "true" : "false") + "," +
-            num(r.compile_time_s) + "," + (r.kept ? "true" : "false");
+    line += "," + core::csv_field(r.name) + "," + num(r.chips) + "," + num(r.step_time_s) + "," + num(r.mfu) +
+            "," + num(r.hfu) + "," + num(r.tokens_per_s) + "," + num(r.peak_bytes) + "," +
+            num(r.capacity_bytes) + "," + (r.fits ? "true" : "false") + "," + num(r.exposed_communication_s) +
+            "," + num(r.compute_s) + "," + num(r.host_peak_bytes) + "," + (r.host_fits ? "true" : "false") +
+            "," + num(r.compile_time_s) + "," + (r.kept ? "true" : "false");
     return line + "\n";
 }
 
