@@ -73,9 +73,6 @@ struct DeviceProgram {
     double params_bytes = 0.0;
     double grads_bytes = 0.0;
     double optimizer_bytes = 0.0;
-    // Largest FSDP-gathered parameter group (bytes per chip while gathered).
-    double largest_gathered_group_bytes = 0.0;
-    double gathered_bytes_total = 0.0;  // sum over groups (per gather)
 };
 
 }  // namespace podsim::parallel

@@ -120,11 +120,6 @@ class Partitioner {
                 p_.optimizer_bytes +=
                     shard * static_cast<double>(core::dtype_bytes(*in_.training.master_dtype));
             }
-            if (fsdp_ > 1) {
-                double gathered = gathered_bytes(group);
-                p_.largest_gathered_group_bytes = std::max(p_.largest_gathered_group_bytes, gathered);
-                p_.gathered_bytes_total += gathered;
-            }
         }
     }
 

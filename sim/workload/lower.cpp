@@ -161,6 +161,7 @@ class Lowering {
             Op patch = weight_matmul("patch_embed", -1, embedding_group(), batch(B_ * m_.patches()),
                                      none(patch_in), none(d));
             patch.kept_for_backward = true;
+            patch.backward = BackwardKind::no_input_gradient;
             int p = forward(std::move(patch), {});
             Op add_pos = fusion("embed_cls_pos", -1,
                                 {act({batch(B_ * m_.patches()), none(d)}), act({none(S_), none(d)})},
@@ -175,6 +176,7 @@ class Lowering {
         Op embed = fusion("embed", -1, std::move(reads), {act({batch(T_), none(d)})});
         embed.param_group = embedding_group();
         embed.kept_for_backward = true;
+        embed.backward = BackwardKind::scatter_to_table;
         return forward(std::move(embed), {});
     }
 
@@ -269,6 +271,7 @@ class Lowering {
             int h = forward(std::move(head), {n});
             Op loss = fusion("loss", -1, {Tensor::of({batch(B_), none(m_.num_classes)}, 4)},
                              {Tensor::of({batch(B_), none(m_.num_classes)}, 4)});
+            loss.backward = BackwardKind::loss;
             int lo = forward(std::move(loss), {h});
             int grad = backward_of(forwards_.size() - 1, lo);
             grad = backward_of(forwards_.size() - 2, grad);
@@ -284,6 +287,7 @@ class Lowering {
         int h = forward(std::move(head), {n});
         // Softmax cross-entropy over the vocabulary, in fp32; its backward writes dlogits.
         Op loss = fusion("loss", -1, {act({batch(T_), tensor(m_.vocab)})}, {Tensor::of({batch(T_)}, 4)});
+        loss.backward = BackwardKind::loss;
         int lo = forward(std::move(loss), {h});
         int grad = backward_of(forwards_.size() - 1, lo);
         grad = backward_of(forwards_.size() - 2, grad);
@@ -353,10 +357,8 @@ class Lowering {
             Tensor w = fwd.reads[1];
             if (has_weight) w.element_bytes = p_;  // weight gradients accumulate in the param dtype
             wgrad.writes = {w};
-            int wg = deps_with(std::move(wgrad));
-            (void)wg;
-            // The patch embedding has no input gradient to pass on.
-            if (fwd.name == "patch_embed") return grad;
+            deps_with(std::move(wgrad));
+            if (fwd.backward == BackwardKind::no_input_gradient) return grad;
             return deps_with(std::move(dgrad));
         }
         Op b;
@@ -368,11 +370,10 @@ class Lowering {
         b.reads = fwd.reads;
         b.reads.insert(b.reads.end(), fwd.writes.begin(), fwd.writes.end());
         b.writes = fwd.reads;
-        if (fwd.name == "embed") {
-            // Scatter-add of row gradients into a dense table gradient.
+        if (fwd.backward == BackwardKind::scatter_to_table) {
             b.writes = {Tensor::of({tensor(m_.vocab), none(m_.d_model)}, p_)};
         }
-        if (fwd.name == "loss") {
+        if (fwd.backward == BackwardKind::loss) {
             b.reads = fwd.reads;
             b.writes = fwd.reads;  // dlogits
         }

@@ -36,6 +36,14 @@ enum class OpKind : std::uint8_t {
 
 enum class Phase : std::uint8_t { forward, backward, recompute, optimizer };
 
+// How a forward op's backward is lowered, where it differs from the generic rule.
+enum class BackwardKind : std::uint8_t {
+    standard,           // matmul: data- and weight-gradient matmuls; fusion: reads inputs and output grads
+    no_input_gradient,  // first layer of the network (patch embedding): weight gradient only
+    scatter_to_table,   // embedding lookup: scatter-add into a dense table gradient
+    loss,               // softmax cross-entropy: reads the logits, writes their gradient
+};
+
 // C[batch..., m, n] = A[batch..., m, k] x B[batch..., k, n]; FLOPs = 2 * batch * m * n * k.
 struct MatmulShape {
     std::array<Extent, 2> batch{};
@@ -51,7 +59,8 @@ struct Op {
     int param_group = -1;             // parameters this op reads (for FSDP gathers), or -1
     bool attention_internal = false;  // scores, softmax, context: what remat=attention recomputes
     bool kept_for_backward = false;   // output saved until the backward under the remat policy
-    MatmulShape matmul;               // when kind == matmul
+    BackwardKind backward = BackwardKind::standard;
+    MatmulShape matmul;  // when kind == matmul
     std::vector<Tensor> reads;
     std::vector<Tensor> writes;
 };
