@@ -14,7 +14,7 @@ struct MeasuredOp {
     std::string category;
     double total_s = 0.0;  // over the whole profile
     long occurrences = 0;
-    double bytes = 0.0;  // collectives, when the profile says
+    double bytes = 0.0;  // collective message bytes, or HBM bytes accessed (XProf), when the profile says
     double flops = 0.0;  // when the compiler says (XProf)
 };
 

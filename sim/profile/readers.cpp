@@ -307,13 +307,14 @@ MeasuredProfile read_xplane(const std::string& path, const std::string& data) {
                     continue;
                 }
                 std::string category_hint;
-                double flops = 0.0;
+                double flops = 0.0, bytes_accessed = 0.0;
                 for (const std::vector<XStat>* list :
                      std::array<const std::vector<XStat>*, 2>{&meta.stats, &stats}) {
                     for (const auto& s : *list) {
                         std::string stat = stat_names.count(s.metadata_id) ? stat_names[s.metadata_id] : "";
                         if (stat == "hlo_category") category_hint = stat_text(s);
                         if (stat == "flops" && s.is_number) flops = s.number;
+                        if (stat == "bytes_accessed" && s.is_number) bytes_accessed = s.number;
                     }
                 }
                 // HLO text names start "%name = shape op(...)": keep the instruction name.
@@ -332,6 +333,7 @@ MeasuredProfile read_xplane(const std::string& path, const std::string& data) {
                 op.total_s += duration_s;
                 ++op.occurrences;
                 op.flops += flops;
+                op.bytes += bytes_accessed;
                 device.push_back({offset_s, offset_s + duration_s});
             }
         }

@@ -41,6 +41,11 @@ TEST_CASE("XProf xplane.pb: the v6e all-reduce of 5 GiB, three times at about 12
     CHECK(ar->occurrences == 3);
     CHECK(ar->total_s / 3 == doctest::Approx(121.7e-3).epsilon(0.01));
     CHECK(p.category_s.count("copy"));  // host offload copy-start/done
+    // The compiler's cost analysis travels with each op: an f32[5,1024,1024,256] fusion reads and
+    // writes gigabytes.
+    const auto* fusion = find_op(p, "broadcast_add_fusion");
+    REQUIRE(fusion != nullptr);
+    CHECK(fusion->bytes / static_cast<double>(fusion->occurrences) > 1e9);
 }
 
 TEST_CASE("PyTorch profiler trace (gzip): steps, NCCL all-reduce with its message size") {
