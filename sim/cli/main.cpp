@@ -72,7 +72,7 @@ std::string dump_opgraph(const run::Simulation& sim) {
     // The unsharded step of one microbatch: what the workload module lowered the model to.
     std::string out = fmt::format("{:>5}  {:<9} {:<7} {:<44} {:>26} {:>12}  inputs\n", "op", "phase", "kind",
                                   "name", "matmul [batch] m x n x k", "FLOPs");
-    const auto& g = sim.graph;
+    const auto& g = *sim.graph;
     for (int i : g.topological_order()) {
         const auto& op = g.op(i);
         std::string shape, preds;
@@ -338,7 +338,7 @@ int command_sweep(const SweepCommand& c) {
         std::ofstream out(c.best_config);
         out << "# Best config of sweep " << c.file << " by " << summary.sort_key << " (index "
             << summary.ranked.front().index << ")\n"
-            << plan.make(summary.ranked.front().index).run_yaml << "\n";
+            << plan.make(summary.ranked.front().index, true).run_yaml << "\n";
         std::cout << fmt::format("best config written to {}\n", c.best_config);
     }
     return 0;

@@ -26,6 +26,7 @@ namespace {
 struct Axis {
     std::vector<std::string> paths;               // one, or several for a zip group
     std::vector<std::vector<YAML::Node>> values;  // values[i][path]
+    std::vector<std::vector<std::string>> shown;  // the same as flow YAML, for results
 };
 
 std::string flow(const YAML::Node& node) {
@@ -239,7 +240,12 @@ SweepPlan SweepPlan::load(const std::string& path) {
             if (ok && length > 0) impl->axes.push_back(std::move(axis));
         }
     }
-    for (const auto& axis : impl->axes) {
+    for (auto& axis : impl->axes) {
+        for (const auto& row : axis.values) {
+            std::vector<std::string> shown;
+            for (const auto& v : row) shown.push_back(flow(v));
+            axis.shown.push_back(std::move(shown));
+        }
         impl->size *= axis.values.size();
         for (const auto& p : axis.paths) impl->names.push_back(p);
     }
@@ -265,7 +271,7 @@ SweepPlan SweepPlan::load(const std::string& path) {
     return SweepPlan(std::move(impl));
 }
 
-SweepPlan::Instance SweepPlan::make(std::size_t index) const {
+SweepPlan::Instance SweepPlan::make(std::size_t index, bool with_run_yaml) const {
     Instance instance;
     YAML::Node tree = YAML::Clone(impl_->base);
     std::size_t rest = index;
@@ -280,12 +286,8 @@ SweepPlan::Instance SweepPlan::make(std::size_t index) const {
         for (std::size_t p = 0; p < axis.paths.size(); ++p) {
             const YAML::Node& value = axis.values[choice[a]][p];
             set_path(tree, axis.paths[p], value);
-            instance.values.push_back(flow(value));
+            instance.values.push_back(axis.shown[choice[a]][p]);
         }
-    }
-    std::string label;
-    for (std::size_t i = 0; i < instance.values.size(); ++i) {
-        label += (i ? " " : "") + impl_->names[i] + "=" + instance.values[i];
     }
     tree["name"] = fmt::format("{}[{}]", impl_->name, index);
     // Paths in the written config must not depend on where it is written.
@@ -299,7 +301,7 @@ SweepPlan::Instance SweepPlan::make(std::size_t index) const {
             tree[key] = fs::weakly_canonical(impl_->base_dir / value).string();
         }
     }
-    {
+    if (with_run_yaml) {
         YAML::Emitter out;
         out << tree;
         instance.run_yaml = out.c_str();

@@ -27,9 +27,9 @@ class SweepPlan {
         run::RunSpec spec;
         std::string skip_reason;          // when !ok: the config errors, on one line
         std::vector<std::string> values;  // one per parameter name, flow YAML
-        std::string run_yaml;             // the full run config of this instance
+        std::string run_yaml;             // the full run config of this instance, when asked for
     };
-    Instance make(std::size_t index) const;
+    Instance make(std::size_t index, bool with_run_yaml = false) const;
 
     struct Expression {
         std::string text;

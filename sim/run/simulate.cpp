@@ -112,6 +112,11 @@ scheduler::NetworkInput plan_network(const RunSpec& spec, Simulation& sim) {
 }  // namespace
 
 Simulation simulate(const RunSpec& spec) {
+    return simulate(spec, std::make_shared<const workload::OpGraph>(
+                              workload::lower_training_step(spec.model, spec.training)));
+}
+
+Simulation simulate(const RunSpec& spec, std::shared_ptr<const workload::OpGraph> lowered) {
     Simulation sim;
     auto mapping = network::map_mesh_axes(spec.topology, spec.slice, spec.mesh);
     if (auto* error = std::get_if<std::string>(&mapping)) {
@@ -121,9 +126,9 @@ Simulation simulate(const RunSpec& spec) {
     }
     sim.mapping = std::get<std::vector<network::AxisMapping>>(std::move(mapping));
 
-    sim.graph = workload::lower_training_step(spec.model, spec.training);
+    sim.graph = std::move(lowered);
     sim.program = parallel::partition(
-        parallel::PartitionInput{sim.graph, spec.training, spec.mesh, sim.mapping, spec.runtime});
+        parallel::PartitionInput{*sim.graph, spec.training, spec.mesh, sim.mapping, spec.runtime});
     cost::CostModel model(
         cost::CostContext{spec.topology, spec.runtime, spec.calibration, spec.training.dtype});
     sim.costs = model.cost_all(sim.program);

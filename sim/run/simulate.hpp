@@ -21,7 +21,7 @@ namespace podsim::run {
 
 // Every stage's output, so that each can be dumped and tested on its own (DESIGN.md §2).
 struct Simulation {
-    workload::OpGraph graph;  // the unsharded step, before partitioning
+    std::shared_ptr<const workload::OpGraph> graph;  // the unsharded step, before partitioning
     std::vector<network::AxisMapping> mapping;
     std::shared_ptr<const network::Torus> torus;  // null for a single chip
     std::vector<collectives::CommPlan> plans;     // distinct ICI collective plans
@@ -38,6 +38,10 @@ struct Simulation {
 // many threads at once. A spec that config loading accepted never fails here; a mesh that cannot
 // be placed (only reachable by building specs by hand) throws core::UserError.
 Simulation simulate(const RunSpec& spec);
+
+// The same with the step already lowered (workload::lowering_key(spec) must match): sweeps lower
+// each distinct model and training setup once and share it across meshes and slices.
+Simulation simulate(const RunSpec& spec, std::shared_ptr<const workload::OpGraph> lowered);
 
 struct SemanticError {
     std::string key_path;  // where in the run config the problem shows, e.g. "training.global_batch"

@@ -21,6 +21,7 @@
 #include "core/quantity.hpp"
 #include "run/simulate.hpp"
 #include "sweep/expression.hpp"
+#include "workload/lower.hpp"
 
 namespace podsim::sweep {
 
@@ -258,7 +259,11 @@ Ranking make_ranking(const config::SweepPlan& plan, std::size_t top) {
     return ranking;
 }
 
-Row row_from(const config::SweepPlan::Instance& instance, std::size_t index) {
+// Lowered steps of one worker, by workload::lowering_key: configs that differ only in mesh, slice or
+// runtime share them. Per worker, so no lock and no state shared between simulations.
+using LoweringCache = std::map<std::string, std::shared_ptr<const workload::OpGraph>>;
+
+Row row_from(const config::SweepPlan::Instance& instance, std::size_t index, LoweringCache& cache) {
     Row r;
     r.index = index;
     r.values = instance.values;
@@ -267,7 +272,17 @@ Row row_from(const config::SweepPlan::Instance& instance, std::size_t index) {
         return r;
     }
     try {
-        run::Simulation sim = run::simulate(instance.spec);
+        const auto& spec = instance.spec;
+        std::string key = workload::lowering_key(spec.model, spec.training);
+        auto it = cache.find(key);
+        if (it == cache.end()) {
+            if (cache.size() > 64) cache.clear();  // bounded: memory stays flat
+            it = cache
+                     .emplace(key, std::make_shared<const workload::OpGraph>(
+                                       workload::lower_training_step(spec.model, spec.training)))
+                     .first;
+        }
+        run::Simulation sim = run::simulate(spec, it->second);
         const auto& rep = sim.report;
         r.ok = true;
         r.name = rep.name;
@@ -418,6 +433,7 @@ SweepSummary run_sweep(const config::SweepPlan& plan, const SweepOptions& option
     std::vector<std::thread> workers;
     for (int w = 0; w < jobs; ++w) {
         workers.emplace_back([&] {
+            LoweringCache lowered;
             while (true) {
                 std::pair<std::size_t, config::SweepPlan::Instance> task;
                 {
@@ -427,7 +443,7 @@ SweepSummary run_sweep(const config::SweepPlan& plan, const SweepOptions& option
                     task = std::move(queue.front());
                     queue.pop_front();
                 }
-                Row row = row_from(task.second, todo[task.first]);
+                Row row = row_from(task.second, todo[task.first], lowered);
                 {
                     std::lock_guard lock(mutex);
                     finished.emplace(task.first, std::move(row));

@@ -445,6 +445,17 @@ OpGraph lower_training_step(const ModelSpec& model, const TrainingSpec& training
     return Lowering(model, training).run();
 }
 
+std::string lowering_key(const ModelSpec& m, const TrainingSpec& t) {
+    return fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}",
+                       static_cast<int>(m.family), m.layers, m.d_model, m.heads, m.head_dim, m.kv_heads,
+                       m.d_ff, static_cast<int>(m.activation), m.vocab, m.max_positions, m.tied_embeddings,
+                       m.bias, m.parallel_block, static_cast<int>(m.position), m.image_size, m.patch_size,
+                       m.channels, m.num_classes, t.global_batch / std::max(1, t.microbatches), t.seq_len,
+                       static_cast<int>(t.dtype), static_cast<int>(t.param_dtype),
+                       static_cast<int>(t.optimizer), static_cast<int>(t.remat),
+                       t.master_dtype ? static_cast<int>(*t.master_dtype) : -1, t.tensor_sequence);
+}
+
 double optimizer_state_bytes(const ParamGroup& group, Optimizer optimizer, core::DType param_dtype) {
     const double bytes = static_cast<double>(core::dtype_bytes(param_dtype));
     switch (optimizer) {

@@ -15,6 +15,10 @@ namespace podsim::workload {
 // otherwise (norms, softmax, embedding, loss).
 OpGraph lower_training_step(const ModelSpec& model, const TrainingSpec& training);
 
+// Everything lower_training_step depends on, as a string: two specs with the same key lower to the
+// same graph (the mesh, topology and runtime play no part), so a sweep can share one lowering.
+std::string lowering_key(const ModelSpec& model, const TrainingSpec& training);
+
 // Bytes of optimizer state per parameter group, in the parameter dtype.
 double optimizer_state_bytes(const ParamGroup& group, Optimizer optimizer, core::DType param_dtype);
 
