@@ -103,10 +103,12 @@ std::string dump_program(const run::Simulation& sim) {
         std::string deps;
         for (int d : op.deps) deps += fmt::format("{} ", d);
         double bytes = parallel::is_collective(op.category) ? op.collective_bytes : op.bytes;
-        out += fmt::format("{:>5}  {:<12} {:<10} {:<44} {:>12.4g} {:>12.4g} {:>10}  {}\n", i,
-                           sim.program.resources[static_cast<std::size_t>(op.resource)].name,
-                           workload::phase_name(op.phase), op.name, op.flops, bytes,
-                           core::format_seconds(sim.costs[i].seconds), deps);
+        out += fmt::format(
+            "{:>5}  {:<12} {:<10} {:<44} {:>12.4g} {:>12.4g} {:>10}  {}\n", i,
+            sim.program.resources[static_cast<std::size_t>(op.resource)].name, workload::phase_name(op.phase),
+            op.name, op.flops, bytes,
+            core::format_seconds(core::to_seconds(sim.timeline.spans[i].end - sim.timeline.spans[i].start)),
+            deps);
     }
     return out;
 }

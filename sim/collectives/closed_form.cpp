@@ -36,7 +36,6 @@ CollectiveTiming closed_form_ici(CollectiveKind kind, double bytes,
         const auto& p = parts.front();
         t.bandwidth_time = bytes / link_bandwidth;
         t.latency_time = hop_latency * p.stride;
-        t.link_bytes = bytes;
         t.time = t.bandwidth_time + t.latency_time;
         return t;
     }
@@ -56,7 +55,6 @@ CollectiveTiming closed_form_ici(CollectiveKind kind, double bytes,
     double factor = kind_factor(kind, all_rings);
     t.bandwidth_time = factor * received / aggregate_bandwidth;
     t.latency_time = (kind == CollectiveKind::all_reduce ? 2.0 : 1.0) * hops * hop_latency;
-    t.link_bytes = t.bandwidth_time * link_bandwidth;
     t.time = std::max(t.bandwidth_time, t.latency_time);
     return t;
 }
@@ -69,7 +67,6 @@ CollectiveTiming closed_form_dcn(CollectiveKind kind, double bytes, int slices, 
     double factor = kind == CollectiveKind::all_reduce ? 2.0 : 1.0;
     t.bandwidth_time = factor * received / bandwidth_per_chip;
     t.latency_time = factor * static_cast<double>(slices - 1) * latency;
-    t.link_bytes = factor * received;
     t.time = t.bandwidth_time + t.latency_time;
     return t;
 }

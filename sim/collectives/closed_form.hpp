@@ -12,7 +12,6 @@ struct CollectiveTiming {
     double time = 0.0;            // seconds, what the collective takes
     double bandwidth_time = 0.0;  // seconds, the bytes-over-links term
     double latency_time = 0.0;    // seconds, the hops term
-    double link_bytes = 0.0;      // bytes the busiest link carries in one direction
 };
 
 // Scaling-book closed forms ("How to Scale Your Model", sharding chapter) for one group spanning

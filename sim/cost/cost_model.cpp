@@ -36,17 +36,12 @@ OpCost CostModel::cost(const parallel::DeviceOp& op, const parallel::DeviceProgr
     }
     if (parallel::is_collective(op.category)) {
         const parallel::CommAxis& axis = program.comm_axes[static_cast<std::size_t>(op.comm_axis)];
-        collectives::CollectiveTiming t;
-        if (axis.kind == parallel::ResourceKind::dcn) {
-            t = collectives::closed_form_dcn(
-                op.collective, op.collective_bytes, axis.size,
-                c_.topology.dcn.bandwidth_per_chip * c_.calibration.dcn_efficiency, c_.topology.dcn.latency);
-        } else {
-            t = collectives::closed_form_ici(
-                op.collective, op.collective_bytes, axis.parts,
-                c_.topology.ici.link_bandwidth * c_.calibration.ici_link_efficiency,
-                c_.topology.ici.hop_latency);
-        }
+        // ICI collectives have no fixed cost: the flow-level network model times them in the
+        // simulation (collectives/flow_network.hpp). Only DCN, outside the torus, uses a closed form.
+        if (axis.kind != parallel::ResourceKind::dcn) return out;
+        auto t = collectives::closed_form_dcn(
+            op.collective, op.collective_bytes, axis.size,
+            c_.topology.dcn.bandwidth_per_chip * c_.calibration.dcn_efficiency, c_.topology.dcn.latency);
         out.seconds = t.time + c_.calibration.collective_overhead;
         out.memory_seconds = t.bandwidth_time;
         return out;

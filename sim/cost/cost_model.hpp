@@ -31,7 +31,8 @@ struct CostContext {
 // Padding: each matmul's contracting (k) and output-column (n) dimensions are rounded up to the MXU
 // tile (128x128 systolic array on v4) and its rows (m) to the 8-row sublane of the vector unit, so
 // a 48-wide head dimension costs as much MXU time as 128.
-// Collectives use the closed forms of collectives/closed_form.hpp plus collective_overhead.
+// ICI collectives get no cost here (the network model times them); DCN collectives use the closed
+// form of collectives/closed_form.hpp plus collective_overhead.
 class CostModel {
   public:
     explicit CostModel(CostContext context);

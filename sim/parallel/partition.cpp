@@ -352,18 +352,14 @@ class Partitioner {
     int dcn_axis_ = -1;
     int host_op_ = -1;
     int last_compute_ = -1;
-    bool host_blocks_ = false;
+    bool host_blocks_ = in_.runtime.host_blocks_device();  // the first device ops wait for the host
     BlockPlan plans_[2];
-
-  public:
-    void set_host_blocks(bool blocks) { host_blocks_ = blocks; }
 };
 
 }  // namespace
 
 DeviceProgram partition(const PartitionInput& input) {
     Partitioner partitioner(input);
-    partitioner.set_host_blocks(input.runtime.host_blocks_device());
     return partitioner.run();
 }
 

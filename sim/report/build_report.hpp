@@ -28,7 +28,6 @@ struct ReportInput {
     const network::MeshSpec& mesh;
     bool mfu_attention = false;
     const parallel::DeviceProgram& program;
-    const std::vector<cost::OpCost>& costs;
     const scheduler::Timeline& timeline;
     const memory::MemoryProfile& memory;
     const memory::HostMemory& host;

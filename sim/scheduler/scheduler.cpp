@@ -129,6 +129,12 @@ Timeline schedule(const parallel::DeviceProgram& program, const std::vector<cost
                   const parallel::RuntimeSpec& runtime, const NetworkInput* network) {
     PODSIM_ASSERT(costs.size() == program.ops.size(), "one cost per op");
     PODSIM_ASSERT(!network || network->plan_of_op.size() == program.ops.size(), "one plan slot per op");
+    for (std::size_t i = 0; i < program.ops.size(); ++i) {
+        const auto& resource = program.resources[static_cast<std::size_t>(program.ops[i].resource)];
+        PODSIM_ASSERT(resource.kind != parallel::ResourceKind::ici || costs[i].seconds > 0.0 ||
+                          (network && network->plan_of_op[i] != nullptr),
+                      "an ICI collective with neither a plan nor a cost");
+    }
     ProgramRun run(program, costs, !runtime.async(), network);
     return run.run();
 }
