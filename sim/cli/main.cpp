@@ -361,7 +361,7 @@ int command_validate_profile(const std::string& config_path, const std::vector<s
     run::Simulation sim = run::simulate(spec);
     for (const auto& file : profiles) {
         auto measured = profile::read_profile(file);
-        auto comparison = profile::compare(sim.report, measured);
+        auto comparison = profile::compare(sim.report, measured, spec.topology.chip.mxu_tile);
         std::cout << (format == "json" ? profile::comparison_json(comparison)
                                        : profile::format_comparison(comparison));
     }

@@ -188,11 +188,11 @@ std::string explain(std::string_view what) {
     } else if (what == "calibration") {
         out += "cost-model parameters — override in a run config's `calibration:` block\n\n";
         for (const auto& p : cost::calibration_parameters()) {
-            std::string value = p.unit == cost::ParameterUnit::fraction
-                                    ? fmt::format("{:g}", p.default_value)
-                                    : fmt::format("{:g} s", p.default_value);
-            out += fmt::format("  {:<28} {:<9} default: {}\n", p.name,
-                               p.unit == cost::ParameterUnit::fraction ? "fraction" : "time", value);
+            const bool time = p.unit == cost::ParameterUnit::time;
+            std::string value =
+                time ? fmt::format("{:g} s", p.default_value) : fmt::format("{:g}", p.default_value);
+            const char* unit = time ? "time" : p.unit == cost::ParameterUnit::factor ? "factor" : "fraction";
+            out += fmt::format("  {:<28} {:<9} default: {}\n", p.name, unit, value);
             out += fmt::format("  {:<28} {}\n  {:<28} source: {}\n", "", p.help, "", p.source);
         }
     }

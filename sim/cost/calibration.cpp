@@ -14,6 +14,17 @@ const std::vector<CalibrationParameter>& calibration_parameters() {
         {"mxu_efficiency_pytorch_xla", ParameterUnit::fraction, &Calibration::mxu_efficiency_pytorch_xla,
          0.62, 0.05, 1.0, "fraction of peak FLOP/s that a large matmul fusion reaches under PyTorch/XLA",
          "calibrated on case gpt2-2b-fsdp-v4-8 (PyTorch/XLA FSDP blog 2023, Table 1)"},
+        {"mxu_medium_shape_factor", ParameterUnit::fraction, &Calibration::mxu_medium_shape_factor, 1.0, 0.1,
+         1.0,
+         "multiplies the MXU efficiency of matmuls whose narrowest dimension is 2 to 8 MXU tiles (256-1023 "
+         "on a 128-wide MXU)",
+         "1.0: no published TPU measurement in tests/validation times matmuls by shape; fit it with "
+         "podsim calibrate on an op-level profile (XProf xplane, or a podsim trace)"},
+        {"mxu_small_shape_factor", ParameterUnit::fraction, &Calibration::mxu_small_shape_factor, 1.0, 0.1,
+         1.0,
+         "multiplies the MXU efficiency of matmuls whose narrowest dimension is under 2 MXU tiles (attention "
+         "with 128-wide heads, small batches)",
+         "1.0: as mxu_medium_shape_factor"},
         {"hbm_efficiency", ParameterUnit::fraction, &Calibration::hbm_efficiency, 0.85, 0.3, 1.0,
          "fraction of peak HBM bandwidth that a memory-bound fusion streams at",
          "assumption: streaming kernels reach 80-90% of HBM peak on TPU v4 (scaling-book roofline chapter); "
@@ -34,6 +45,9 @@ const std::vector<CalibrationParameter>& calibration_parameters() {
          "fraction of the topology's one-way link bandwidth that collectives reach",
          "1.0: topology files already give the usable 45 GB/s one-way of the scaling book, not the raw 50 "
          "GB/s"},
+        {"ici_hop_latency_factor", ParameterUnit::factor, &Calibration::ici_hop_latency_factor, 1.0, 0.0,
+         20.0, "multiplies the topology's per-hop ICI latency (latency-bound collectives)",
+         "1.0: the topology files give each generation's hop latency with its source"},
         {"collective_overhead", ParameterUnit::time, &Calibration::collective_overhead, 5e-6, 0.0, 1e-3,
          "fixed time per collective (launch and synchronisation), added to the closed-form time",
          "calibrated on case v5e-allgather-y4-small (scaling book: 8 us measured vs 3 us of hops)"},
@@ -60,6 +74,18 @@ Calibration Calibration::defaults() {
 
 double Calibration::mxu_efficiency(parallel::Framework framework) const {
     return framework == parallel::Framework::jax ? mxu_efficiency_jax : mxu_efficiency_pytorch_xla;
+}
+
+double Calibration::mxu_shape_factor(MatmulShapeClass shape_class) const {
+    switch (shape_class) {
+        case MatmulShapeClass::small:
+            return mxu_small_shape_factor;
+        case MatmulShapeClass::medium:
+            return mxu_medium_shape_factor;
+        case MatmulShapeClass::large:
+            return 1.0;
+    }
+    return 1.0;
 }
 
 double Calibration::host_overhead(parallel::Framework framework) const {

@@ -6,32 +6,38 @@
 #include <vector>
 
 #include "core/quantity.hpp"
+#include "cost/matmul_shape.hpp"
 #include "parallel/runtime_spec.hpp"
 
 namespace podsim::cost {
 
 // Every tunable number of the cost model, in one place. Defaults and their sources are in
-// kCalibrationParameters (calibration.cpp); a run config's `calibration:` block overrides them by
+// calibration_parameters() (calibration.cpp); a run config's `calibration:` block overrides them by
 // name, and `podsim calibrate` fits them.
 struct Calibration {
     double mxu_efficiency_jax = 0.0;          // fraction of peak FLOP/s a large matmul reaches
     double mxu_efficiency_pytorch_xla = 0.0;  // the same under PyTorch/XLA
+    double mxu_medium_shape_factor = 0.0;     // multiplies it for medium matmuls (matmul_shape.hpp)
+    double mxu_small_shape_factor = 0.0;      // and for small ones
     double hbm_efficiency = 0.0;              // fraction of peak HBM bandwidth a fusion streams at
     double op_overhead = 0.0;                 // seconds per fused op (launch, pipeline fill)
     double host_overhead_jax = 0.0;           // seconds per step on the host
     double host_overhead_pytorch_xla = 0.0;
-    double ici_link_efficiency = 0.0;  // fraction of one-way link bandwidth collectives reach
-    double collective_overhead = 0.0;  // seconds per collective (launch and synchronisation)
+    double ici_link_efficiency = 0.0;     // fraction of one-way link bandwidth collectives reach
+    double ici_hop_latency_factor = 0.0;  // multiplies the topology's hop latency
+    double collective_overhead = 0.0;     // seconds per collective (launch and synchronisation)
     double dcn_efficiency = 0.0;
     double compile_time_base = 0.0;    // seconds per compilation
     double compile_time_per_op = 0.0;  // seconds per fused op of the step program
 
     static Calibration defaults();
     double mxu_efficiency(parallel::Framework framework) const;
+    double mxu_shape_factor(MatmulShapeClass shape_class) const;  // 1 for large matmuls
     double host_overhead(parallel::Framework framework) const;
 };
 
-enum class ParameterUnit { fraction, time };
+// fraction: dimensionless in [0, 1]; factor: dimensionless multiplier; time: seconds.
+enum class ParameterUnit { fraction, factor, time };
 
 struct CalibrationParameter {
     std::string_view name;

@@ -4,6 +4,7 @@
 
 #include "core/dtype.hpp"
 #include "cost/calibration.hpp"
+#include "cost/matmul_shape.hpp"
 #include "hardware/topology_spec.hpp"
 #include "parallel/device_program.hpp"
 #include "parallel/runtime_spec.hpp"
@@ -16,6 +17,7 @@ struct OpCost {
     double memory_seconds = 0.0;   // HBM term of the roofline
     double padded_flops = 0.0;     // FLOPs the MXU actually spends after tile padding
     bool memory_bound = false;
+    MatmulShapeClass shape_class = MatmulShapeClass::large;  // matmuls only
 };
 
 struct CostContext {
@@ -26,8 +28,9 @@ struct CostContext {
 };
 
 // Roofline per fused op (DESIGN.md §3):
-//   time = max(padded FLOPs / (peak * mxu_efficiency), bytes / (hbm_bandwidth * hbm_efficiency)) +
-//   op_overhead
+//   time = max(padded FLOPs / (peak * mxu_efficiency * shape factor),
+//              bytes / (hbm_bandwidth * hbm_efficiency)) + op_overhead
+// The shape factor depends on the matmul's narrowest dimension (matmul_shape.hpp).
 // Padding: each matmul's contracting (k) and output-column (n) dimensions are rounded up to the MXU
 // tile (128x128 systolic array on v4) and its rows (m) to the 8-row sublane of the vector unit, so
 // a 48-wide head dimension costs as much MXU time as 128.

@@ -28,6 +28,12 @@ double predicted(const report::RunReport& r, const Target& t) {
             return r.step_time_s;
         case Target::Kind::all_reduce_fraction:
         case Target::Kind::category_time:
+            if (t.category.rfind("matmul:", 0) == 0) {
+                for (const auto& s : r.matmul_shapes) {
+                    if ("matmul:" + s.category == t.category) return s.time_s;
+                }
+                return 0.0;
+            }
             for (const auto& s : r.op_stats) {
                 if (s.category == (t.kind == Target::Kind::all_reduce_fraction ? "all-reduce" : t.category)) {
                     return t.kind == Target::Kind::all_reduce_fraction ? s.fraction : s.time_s;
@@ -92,6 +98,30 @@ Fit fit(const std::vector<CalibrationCase>& cases, const std::vector<std::string
     double cost = res.squaredNorm();
     double lambda = 1e-3;
     std::vector<bool> active(n, true);
+    // The roofline has kinks: a parameter can have no effect at the start (say a matmul efficiency
+    // while those matmuls are memory-bound) and matter elsewhere in its range. Such a parameter gets
+    // a coarse scan over its range first; only one that changes nothing anywhere is left alone.
+    constexpr int kScanPoints = 8;
+    for (std::size_t i = 0; i < n; ++i) {
+        const auto index = static_cast<Eigen::Index>(i);
+        Eigen::VectorXd v = u;
+        v[index] = std::clamp(u[index] + (u[index] + 1e-4 > 1.0 ? -1e-4 : 1e-4), 0.0, 1.0);
+        auto rv = residuals(cases, to_calibration(v));
+        if ((Eigen::Map<Eigen::VectorXd>(rv.data(), m) - res).norm() > 1e-12) continue;
+        bool sensitive = false;
+        for (int point = 0; point <= kScanPoints; ++point) {
+            v[index] = static_cast<double>(point) / kScanPoints;
+            auto rs = residuals(cases, to_calibration(v));
+            Eigen::VectorXd scanned = Eigen::Map<Eigen::VectorXd>(rs.data(), m);
+            if ((scanned - res).norm() > 1e-12) sensitive = true;
+            if (scanned.squaredNorm() < cost) {
+                u[index] = v[index];
+                res = scanned;
+                cost = scanned.squaredNorm();
+            }
+        }
+        if (!sensitive) active[i] = false;
+    }
     for (int iteration = 0; iteration < 60; ++iteration) {
         result.iterations = iteration + 1;
         // Forward differences, stepping inwards at a bound.
@@ -103,7 +133,6 @@ Fit fit(const std::vector<CalibrationCase>& cases, const std::vector<std::string
             v[static_cast<Eigen::Index>(i)] += h;
             auto rv = residuals(cases, to_calibration(v));
             J.col(static_cast<Eigen::Index>(i)) = (Eigen::Map<Eigen::VectorXd>(rv.data(), m) - res) / h;
-            if (iteration == 0 && J.col(static_cast<Eigen::Index>(i)).norm() < 1e-9) active[i] = false;
         }
         for (std::size_t i = 0; i < n; ++i) {
             if (!active[i]) J.col(static_cast<Eigen::Index>(i)).setZero();
@@ -146,8 +175,17 @@ CalibrationCase case_from_profile(const std::string& id, const run::RunSpec& spe
     MeasuredProfile measured = read_profile(profile_path);
     CalibrationCase c{id, spec, {}};
     if (measured.step_time_s > 0) c.targets.push_back({Target::Kind::step_time, "", measured.step_time_s});
+    // With every matmul's shape known, each shape class is its own target (so shape factors can be
+    // fitted); otherwise matmuls count as one category.
+    auto shapes = matmul_time_by_shape(measured, spec.topology.chip.mxu_tile);
+    if (shapes) {
+        for (const auto& [shape, seconds] : *shapes) {
+            if (seconds > 0) c.targets.push_back({Target::Kind::category_time, "matmul:" + shape, seconds});
+        }
+    }
     for (const char* category :
          {"matmul", "fusion", "all-gather", "reduce-scatter", "all-reduce", "all-to-all"}) {
+        if (shapes && std::string(category) == "matmul") continue;
         auto it = measured.category_s.find(category);
         if (it != measured.category_s.end() && it->second > 0) {
             c.targets.push_back({Target::Kind::category_time, category, it->second});

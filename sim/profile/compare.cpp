@@ -12,7 +12,7 @@
 
 namespace podsim::profile {
 
-Comparison compare(const report::RunReport& predicted, const MeasuredProfile& measured) {
+Comparison compare(const report::RunReport& predicted, const MeasuredProfile& measured, int mxu_tile) {
     Comparison c;
     c.name = predicted.name;
     c.profile = measured.file;
@@ -42,6 +42,21 @@ Comparison compare(const report::RunReport& predicted, const MeasuredProfile& me
     std::sort(c.categories.begin(), c.categories.end(), [](const auto& a, const auto& b) {
         return std::fabs(a.difference_s) > std::fabs(b.difference_s);
     });
+    if (auto measured_shapes = matmul_time_by_shape(measured, mxu_tile)) {
+        for (const char* shape : {"large", "medium", "small"}) {
+            CategoryComparison row;
+            row.category = shape;
+            for (const auto& s : predicted.matmul_shapes) {
+                if (s.category == shape) row.predicted_s = s.time_s;
+            }
+            auto it = measured_shapes->find(shape);
+            row.measured_s = it != measured_shapes->end() ? it->second : 0.0;
+            if (row.predicted_s == 0.0 && row.measured_s == 0.0) continue;
+            row.difference_s = row.predicted_s - row.measured_s;
+            row.error = row.measured_s > 0 ? row.difference_s / row.measured_s : 0.0;
+            c.matmul_shapes.push_back(row);
+        }
+    }
     c.largest_measured.assign(
         measured.ops.begin(),
         measured.ops.begin() + std::min<std::ptrdiff_t>(8, static_cast<std::ptrdiff_t>(measured.ops.size())));
@@ -68,6 +83,14 @@ std::string format_comparison(const Comparison& c) {
         out += fmt::format("  {:<20} {:>12} {:>12} {:>12} {:>9}\n", r.category, format_seconds(r.predicted_s),
                            format_seconds(r.measured_s), format_seconds(r.difference_s),
                            error_text(r.predicted_s, r.measured_s));
+    }
+    if (!c.matmul_shapes.empty()) {
+        out += "  matmul by shape class (narrowest dimension)\n";
+        for (const auto& r : c.matmul_shapes) {
+            out += fmt::format("    {:<18} {:>12} {:>12} {:>12} {:>9}\n", r.category + " shapes",
+                               format_seconds(r.predicted_s), format_seconds(r.measured_s),
+                               format_seconds(r.difference_s), error_text(r.predicted_s, r.measured_s));
+        }
     }
     if (!c.largest_measured.empty()) {
         out += "\n  largest measured ops (whole profile)\n";
@@ -99,6 +122,15 @@ std::string comparison_json(const Comparison& c) {
                         {"error", r.error}});
     }
     j["categories"] = rows;
+    auto shapes = nlohmann::ordered_json::array();
+    for (const auto& r : c.matmul_shapes) {
+        shapes.push_back({{"shape", r.category},
+                          {"predicted_s", r.predicted_s},
+                          {"measured_s", r.measured_s},
+                          {"difference_s", r.difference_s},
+                          {"error", r.error}});
+    }
+    j["matmul_shapes"] = shapes;
     j["notes"] = c.notes;
     return j.dump(2) + "\n";
 }

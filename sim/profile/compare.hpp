@@ -24,12 +24,15 @@ struct Comparison {
     double predicted_step_s = 0.0;
     double measured_step_s = 0.0;
     std::vector<CategoryComparison> categories;  // largest absolute difference first
-    std::vector<MeasuredOp> largest_measured;    // the profile's biggest ops
+    // Matmul time by shape class, when the profile gives every matmul's shape.
+    std::vector<CategoryComparison> matmul_shapes;
+    std::vector<MeasuredOp> largest_measured;  // the profile's biggest ops
     std::vector<std::string> notes;
 };
 
-// Predicted vs measured time per op category and per step.
-Comparison compare(const report::RunReport& predicted, const MeasuredProfile& measured);
+// Predicted vs measured time per op category and per step; matmuls also by shape class on a chip
+// with this MXU tile.
+Comparison compare(const report::RunReport& predicted, const MeasuredProfile& measured, int mxu_tile);
 std::string format_comparison(const Comparison& c);
 std::string comparison_json(const Comparison& c);
 

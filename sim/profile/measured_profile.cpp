@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "core/diagnostics.hpp"
+#include "cost/matmul_shape.hpp"
 #include "profile/pod_viewer.hpp"
 
 namespace podsim::profile {
@@ -32,6 +33,17 @@ void profile_error(const std::string& path, std::size_t offset, const std::strin
     // Profiles are not line-oriented: the byte offset says where the problem is.
     d.error({path, 0, 0}, "", offset > 0 ? fmt::format("at byte {}: {}", offset, message) : message);
     throw core::UserError(d);
+}
+
+std::optional<std::map<std::string, double>> matmul_time_by_shape(const MeasuredProfile& profile,
+                                                                  int mxu_tile) {
+    if (profile.matmul_s_by_narrowest_dim.empty() || profile.matmul_unshaped_s > 0) return std::nullopt;
+    std::map<std::string, double> by_shape;
+    for (const auto& [narrowest, seconds] : profile.matmul_s_by_narrowest_dim) {
+        by_shape[std::string(cost::shape_class_name(cost::matmul_shape_class(narrowest, mxu_tile)))] +=
+            seconds;
+    }
+    return by_shape;
 }
 
 std::string classify_op(const std::string& name, const std::string& hint) {

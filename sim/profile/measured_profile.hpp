@@ -1,6 +1,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,9 @@ struct MeasuredOp {
     long occurrences = 0;
     double bytes = 0.0;  // collective message bytes, or HBM bytes accessed (XProf), when the profile says
     double flops = 0.0;  // when the compiler says (XProf)
+    // Matmuls: the narrowest of m, n, k on one device (podsim traces; XProf ops with FLOPs and an
+    // output shape). 0 when unknown.
+    double narrowest_dim = 0.0;
 };
 
 struct MeasuredProfile {
@@ -25,8 +29,11 @@ struct MeasuredProfile {
     double step_time_s = 0.0;                    // mean measured step, 0 when the profile has no step markers
     std::map<std::string, double> category_s;    // per step
     std::map<std::string, long> category_count;  // per step
-    std::vector<MeasuredOp> ops;                 // largest first
-    std::vector<std::string> notes;              // e.g. "compiles every step"
+    std::vector<MeasuredOp> ops;                 // largest first (at most 50)
+    // Matmul time per step by narrowest dimension, and matmul time whose shape the profile omits.
+    std::map<double, double> matmul_s_by_narrowest_dim;
+    double matmul_unshaped_s = 0.0;
+    std::vector<std::string> notes;  // e.g. "compiles every step"
 };
 
 // Throws core::UserError for a bad profile: FILE: error: at byte OFFSET: message.
@@ -34,6 +41,15 @@ struct MeasuredProfile {
 
 // podsim's category for a measured op name (XLA HLO names, CUDA kernel names, NCCL kernels).
 std::string classify_op(const std::string& name, const std::string& hint = "");
+
+// A matmul's narrowest dimension from its HLO text ("%x = bf16[batch..., m, n]{1,0} ...") and its
+// FLOPs (2·batch·m·n·k gives k); 0 when the text has no array result.
+double matmul_narrowest_dim(const std::string& hlo_text, double flops);
+
+// Per-step matmul time by shape class (cost/matmul_shape.hpp) on a chip with this MXU tile, keyed
+// by class name; nullopt unless the profile gives the narrowest dimension of every matmul.
+std::optional<std::map<std::string, double>> matmul_time_by_shape(const MeasuredProfile& profile,
+                                                                  int mxu_tile);
 
 // Reads any supported profile, by content: Chrome trace JSON (.json / .json.gz: TensorBoard trace
 // viewer, PyTorch profiler, podsim --trace), XProf .xplane.pb, XProf pod_viewer JSON, HLO op stats

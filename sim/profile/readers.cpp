@@ -19,6 +19,43 @@
 namespace podsim::profile {
 namespace {
 
+// Dimensions of the (array) result of an HLO instruction's text, "%x = bf16[8,128]{1,0} op(...)";
+// empty for tuples or when the text has no shape.
+std::vector<double> hlo_output_dims(const std::string& text) {
+    std::vector<double> dims;
+    auto eq = text.find(" = ");
+    if (eq == std::string::npos) return dims;
+    auto open = text.find('[', eq);
+    auto paren = text.find('(', eq);
+    if (open == std::string::npos || (paren != std::string::npos && paren < open)) return dims;
+    auto close = text.find(']', open);
+    if (close == std::string::npos) return dims;
+    std::stringstream in(text.substr(open + 1, close - open - 1));
+    std::string item;
+    while (std::getline(in, item, ',')) {
+        char* end = nullptr;
+        double d = std::strtod(item.c_str(), &end);
+        if (end == item.c_str() || d <= 0) return {};
+        dims.push_back(d);
+    }
+    return dims;
+}
+
+}  // namespace
+
+double matmul_narrowest_dim(const std::string& hlo_text, double flops) {
+    const std::vector<double> dims = hlo_output_dims(hlo_text);
+    if (dims.size() < 2 || flops <= 0) return 0.0;
+    double batch = 1.0;
+    for (std::size_t i = 0; i + 2 < dims.size(); ++i) batch *= dims[i];
+    const double m = dims[dims.size() - 2], n = dims.back();
+    const double k = flops / (2.0 * batch * m * n);
+    if (k < 1.0) return 0.0;
+    return std::min({m, n, k});
+}
+
+namespace {
+
 using Interval = std::pair<double, double>;
 
 double union_length(std::vector<Interval> v) {
@@ -46,6 +83,13 @@ MeasuredProfile finish(MeasuredProfile p, const std::map<std::string, MeasuredOp
         p.category_s[op.category] += op.total_s / steps;
         p.category_count[op.category] += static_cast<long>(static_cast<double>(op.occurrences) / steps + 0.5);
         p.ops.push_back(op);
+        if (op.category == "matmul") {
+            if (op.narrowest_dim > 0) {
+                p.matmul_s_by_narrowest_dim[op.narrowest_dim] += op.total_s / steps;
+            } else {
+                p.matmul_unshaped_s += op.total_s / steps;
+            }
+        }
     }
     std::sort(p.ops.begin(), p.ops.end(),
               [](const MeasuredOp& a, const MeasuredOp& b) { return a.total_s > b.total_s; });
@@ -334,6 +378,9 @@ MeasuredProfile read_xplane(const std::string& path, const std::string& data) {
                 ++op.occurrences;
                 op.flops += flops;
                 op.bytes += bytes_accessed;
+                if (category == "matmul" && op.narrowest_dim <= 0 && flops > 0) {
+                    op.narrowest_dim = matmul_narrowest_dim(op_name, flops);
+                }
                 device.push_back({offset_s, offset_s + duration_s});
             }
         }
@@ -540,6 +587,8 @@ MeasuredProfile read_chrome_trace(const std::string& path, const std::string& te
             } else if (args.contains("bytes") && args["bytes"].is_number()) {
                 op.bytes += args["bytes"].get<double>();
             }
+            if (args.contains("narrowest_dim") && args["narrowest_dim"].is_number())
+                op.narrowest_dim = args["narrowest_dim"].get<double>();
         }
         device.push_back({ts, ts + dur});
         if (step_durations.empty()) {

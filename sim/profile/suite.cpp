@@ -1,6 +1,7 @@
 #include "profile/suite.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -9,11 +10,43 @@
 
 #include "core/diagnostics.hpp"
 #include "core/quantity.hpp"
+#include "cost/calibration.hpp"
 #include "profile/pod_viewer.hpp"
 #include "run/collective_run.hpp"
 #include "run/simulate.hpp"
 
 namespace podsim::profile {
+namespace {
+
+std::vector<std::string> parameters_calibrated_on(const std::string& id) {
+    std::vector<std::string> names;
+    for (const auto& p : cost::calibration_parameters()) {
+        const std::string source(p.source);
+        auto at = source.find(id);
+        // The id as a whole word: "gpt2-2b-fsdp-v4-8" must not match "gpt2-2b-fsdp-v4-8x".
+        while (at != std::string::npos) {
+            const std::size_t end = at + id.size();
+            const bool whole =
+                end == source.size() || !(std::isalnum(static_cast<unsigned char>(source[end])) ||
+                                          source[end] == '-' || source[end] == '_');
+            if (whole && source.find("calibrated on") != std::string::npos) {
+                names.emplace_back(p.name);
+                break;
+            }
+            at = source.find(id, at + 1);
+        }
+    }
+    return names;
+}
+
+std::string role_text(const CaseResult& r) {
+    if (r.calibrates.empty()) return "held out";
+    std::string s = "fit:";
+    for (const auto& name : r.calibrates) s += " " + name;
+    return s;
+}
+
+}  // namespace
 
 std::string_view status_name(CaseStatus status) {
     switch (status) {
@@ -73,6 +106,7 @@ std::vector<CaseResult> evaluate_suite(const std::vector<config::ValidationCase>
         } else {
             r.status = c.expected_miss ? CaseStatus::expected_miss : CaseStatus::fail;
         }
+        r.calibrates = parameters_calibrated_on(r.id);
         results.push_back(std::move(r));
     }
     return results;
@@ -141,6 +175,7 @@ std::vector<CaseResult> evaluate_collective_suite(const std::vector<config::Coll
             }
             r.status = judge(std::fabs(r.error) <= r.tolerance, c.expected_miss.has_value());
         }
+        r.calibrates = parameters_calibrated_on(r.id);
         results.push_back(std::move(r));
     }
     return results;
@@ -173,13 +208,14 @@ std::string mfu_text(const CaseResult& r) {
 }  // namespace
 
 std::string format_suite(const std::vector<CaseResult>& results) {
-    std::string out = fmt::format("{:<28} {:<20} {:>11} {:>11} {:>8} {:>7} {:>15}  {}\n", "case", "metric",
-                                  "predicted", "measured", "error", "tol", "MFU pred/meas", "status");
+    std::string out =
+        fmt::format("{:<28} {:<20} {:>11} {:>11} {:>8} {:>7} {:>15}  {:<14} {}\n", "case", "metric",
+                    "predicted", "measured", "error", "tol", "MFU pred/meas", "status", "role");
     int passed = 0, failed = 0, expected = 0;
     for (const auto& r : results) {
-        out += fmt::format("{:<28} {:<20} {:>11} {:>11} {:>8} {:>7} {:>15}  {}\n", r.id, r.metric,
+        out += fmt::format("{:<28} {:<20} {:>11} {:>11} {:>8} {:>7} {:>15}  {:<14} {}\n", r.id, r.metric,
                            value_text(r, r.predicted), value_text(r, r.measured), error_text(r),
-                           tolerance_text(r), mfu_text(r), status_name(r.status));
+                           tolerance_text(r), mfu_text(r), status_name(r.status), role_text(r));
         if (r.status == CaseStatus::expected_miss)
             out += fmt::format("  {:<26} why: {}\n", "", r.expected_miss);
         if (r.status == CaseStatus::pass) ++passed;
@@ -193,8 +229,8 @@ std::string format_suite(const std::vector<CaseResult>& results) {
 std::string format_suite_markdown(const std::vector<CaseResult>& results) {
     std::string out =
         "| case | metric | predicted | measured | error | tolerance | MFU predicted / published | status | "
-        "source |\n"
-        "|---|---|---|---|---|---|---|---|---|\n";
+        "role | source |\n"
+        "|---|---|---|---|---|---|---|---|---|---|\n";
     std::string reasons;
     for (const auto& r : results) {
         std::string status(status_name(r.status));
@@ -203,9 +239,9 @@ std::string format_suite_markdown(const std::vector<CaseResult>& results) {
             reasons += fmt::format("- **{}**: {}\n", r.id, r.expected_miss);
         }
         out +=
-            fmt::format("| {} | {} | {} | {}{} | {} | {} | {} | {} | {} |\n", r.id, r.metric,
+            fmt::format("| {} | {} | {} | {}{} | {} | {} | {} | {} | {} | {} |\n", r.id, r.metric,
                         value_text(r, r.predicted), value_text(r, r.measured), r.derived ? " (derived)" : "",
-                        error_text(r), tolerance_text(r), mfu_text(r), status, r.source);
+                        error_text(r), tolerance_text(r), mfu_text(r), status, role_text(r), r.source);
     }
     if (!reasons.empty()) out += "\nExpected misses, and what the model lacks:\n\n" + reasons;
     return out;
@@ -225,6 +261,7 @@ std::string format_suite_json(const std::vector<CaseResult>& results) {
                          {"measured_mfu", r.measured_mfu},
                          {"status", std::string(status_name(r.status))},
                          {"expected_miss", r.expected_miss},
+                         {"calibrates", r.calibrates},
                          {"source", r.source}});
     }
     nlohmann::ordered_json j = {{"schema", "podsim.validation-suite/v1"}, {"cases", cases}};

@@ -31,6 +31,9 @@ struct CaseResult {
     bool derived = false;
     std::string expected_miss;
     CaseStatus status = CaseStatus::pass;
+    // Calibration parameters fitted on this case (their documented source names it): the case then
+    // checks consistency, not prediction. Empty for a held-out case.
+    std::vector<std::string> calibrates;
 };
 
 std::vector<CaseResult> evaluate_suite(const std::vector<config::ValidationCase>& cases);

@@ -4,6 +4,7 @@
 #include <map>
 
 #include "core/time.hpp"
+#include "cost/matmul_shape.hpp"
 
 namespace podsim::report {
 namespace {
@@ -122,6 +123,8 @@ RunReport build_report(const ReportInput& in) {
 
     std::vector<Interval> compute, comm, host;
     std::map<std::string, CategoryStat> stats;
+    std::map<std::string, CategoryStat> shapes;
+    double matmul_time = 0.0;
     std::vector<core::Time> busy(in.program.resources.size(), 0);
     double device_op_time = 0.0;
     for (std::size_t i = 0; i < ops.size(); ++i) {
@@ -153,6 +156,14 @@ RunReport build_report(const ReportInput& in) {
             }
             device_op_time += seconds;
         }
+        if (op.category == parallel::OpCategory::matmul) {
+            auto shape = cost::matmul_shape_class(op.mm_m, op.mm_n, op.mm_k, in.topology.chip.mxu_tile);
+            auto& shape_stat = shapes[std::string(cost::shape_class_name(shape))];
+            shape_stat.category = std::string(cost::shape_class_name(shape));
+            ++shape_stat.count;
+            shape_stat.time_s += seconds;
+            matmul_time += seconds;
+        }
         auto& s = stats[std::string(parallel::category_name(op.category))];
         s.category = std::string(parallel::category_name(op.category));
         ++s.count;
@@ -182,6 +193,13 @@ RunReport build_report(const ReportInput& in) {
         if (a.time_s != b.time_s) return a.time_s > b.time_s;
         return a.category < b.category;
     });
+    for (auto shape :
+         {cost::MatmulShapeClass::large, cost::MatmulShapeClass::medium, cost::MatmulShapeClass::small}) {
+        auto it = shapes.find(std::string(cost::shape_class_name(shape)));
+        if (it == shapes.end()) continue;
+        it->second.fraction = matmul_time > 0 ? it->second.time_s / matmul_time : 0.0;
+        r.matmul_shapes.push_back(it->second);
+    }
     for (std::size_t i = 0; i < busy.size(); ++i) {
         double b = core::to_seconds(busy[i]);
         r.resources.push_back(

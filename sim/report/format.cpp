@@ -1,5 +1,7 @@
 #include "report/format.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
@@ -72,6 +74,12 @@ std::string format_table(const RunReport& r) {
             s.category == "host" ? std::string("-") : fmt::format("{:.1f}%", 100.0 * s.fraction);
         out += fmt::format("  {:<20} {:>7} {:>12} {:>8}\n", s.category, s.count, format_seconds(s.time_s),
                            share);
+        if (s.category != "matmul" || r.matmul_shapes.size() < 2) continue;
+        for (const auto& shape : r.matmul_shapes) {
+            out +=
+                fmt::format("    {:<18} {:>7} {:>12} {:>8}\n", shape.category + " shapes", shape.count,
+                            format_seconds(shape.time_s), fmt::format("({:.0f}%)", 100.0 * shape.fraction));
+        }
     }
     out += "\nresources\n";
     for (const auto& res : r.resources) {
@@ -141,6 +149,12 @@ std::string format_json(const RunReport& r) {
             {{"category", s.category}, {"count", s.count}, {"time_s", s.time_s}, {"fraction", s.fraction}});
     }
     j["op_stats"] = stats;
+    auto shapes = nlohmann::ordered_json::array();
+    for (const auto& s : r.matmul_shapes) {
+        shapes.push_back(
+            {{"shape", s.category}, {"count", s.count}, {"time_s", s.time_s}, {"fraction", s.fraction}});
+    }
+    j["matmul_shapes"] = shapes;
     auto resources = nlohmann::ordered_json::array();
     for (const auto& res : r.resources) {
         resources.push_back({{"name", res.name}, {"busy_s", res.busy_s}, {"utilization", res.utilization}});
@@ -178,6 +192,8 @@ std::string chrome_trace(const std::string& name, const parallel::DeviceProgram&
         } else if (op.category != parallel::OpCategory::host) {
             args["flops"] = op.flops;
             args["hbm_bytes"] = op.bytes;
+            if (op.category == parallel::OpCategory::matmul)
+                args["narrowest_dim"] = std::min({op.mm_m, op.mm_n, op.mm_k});
         }
         events.push_back({{"ph", "X"},
                           {"pid", 1},

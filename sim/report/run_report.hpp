@@ -83,6 +83,9 @@ struct RunReport {
     double optimizer_s = 0.0;
 
     std::vector<CategoryStat> op_stats;
+    // Matmul time by shape class (cost/matmul_shape.hpp): category is small, medium or large;
+    // fraction is of all matmul time.
+    std::vector<CategoryStat> matmul_shapes;
     std::vector<ResourceStat> resources;
     long ops = 0;
     unsigned long long events = 0;

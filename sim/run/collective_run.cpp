@@ -73,8 +73,9 @@ CollectiveResult run_collective(const CollectiveRequest& r) {
     result.parts = combined.parts;
     network::Torus torus(r.topology, r.slice, r.twisted);
     result.groups = torus.groups(combined);
-    result.plan = collectives::plan_collective(torus, r.kind, r.bytes, combined.parts,
-                                               r.topology.ici.hop_latency, r.calibration.collective_overhead);
+    result.plan = collectives::plan_collective(
+        torus, r.kind, r.bytes, combined.parts,
+        r.topology.ici.hop_latency * r.calibration.ici_hop_latency_factor, r.calibration.collective_overhead);
     const double link_bandwidth = r.topology.ici.link_bandwidth * r.calibration.ici_link_efficiency;
 
     core::Engine engine;
@@ -85,10 +86,11 @@ CollectiveResult run_collective(const CollectiveRequest& r) {
     network.start(result.plan, finish, 0);
     engine.run();
     result.time_s = core::to_seconds(finish.done[0]);
-    result.closed_form_s = collectives::closed_form_ici(r.kind, r.bytes, combined.parts, link_bandwidth,
-                                                        r.topology.ici.hop_latency)
-                               .time +
-                           (result.group_size > 1 ? r.calibration.collective_overhead : 0.0);
+    result.closed_form_s =
+        collectives::closed_form_ici(r.kind, r.bytes, combined.parts, link_bandwidth,
+                                     r.topology.ici.hop_latency * r.calibration.ici_hop_latency_factor)
+            .time +
+        (result.group_size > 1 ? r.calibration.collective_overhead : 0.0);
     if (result.time_s > 0) {
         result.algorithm_bandwidth = r.bytes / result.time_s;
         result.bus_bandwidth = result.algorithm_bandwidth * bus_bandwidth_factor(r.kind, result.group_size);

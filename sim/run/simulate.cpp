@@ -92,9 +92,10 @@ scheduler::NetworkInput plan_network(const RunSpec& spec, Simulation& sim) {
         auto key = std::make_tuple(op.comm_axis, static_cast<int>(op.collective), op.collective_bytes);
         auto [it, inserted] = index.try_emplace(key, static_cast<int>(sim.plans.size()));
         if (inserted) {
-            sim.plans.push_back(collectives::plan_collective(*sim.torus, op.collective, op.collective_bytes,
-                                                             axis.parts, spec.topology.ici.hop_latency,
-                                                             spec.calibration.collective_overhead));
+            sim.plans.push_back(collectives::plan_collective(
+                *sim.torus, op.collective, op.collective_bytes, axis.parts,
+                spec.topology.ici.hop_latency * spec.calibration.ici_hop_latency_factor,
+                spec.calibration.collective_overhead));
         }
         sim.plan_of_op[i] = it->second;
     }

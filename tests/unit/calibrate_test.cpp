@@ -69,3 +69,36 @@ TEST_CASE("calibrate recovers known parameters from synthetic profiles") {
     CHECK(spec.calibration.hbm_efficiency == doctest::Approx(result.fitted.hbm_efficiency).epsilon(1e-5));
     fs::remove_all(dir);
 }
+
+TEST_CASE("calibrate recovers matmul shape factors when the profile gives matmul shapes") {
+    // podsim's traces carry each matmul's narrowest dimension, so each shape class is its own
+    // target. MaxText's attention matmuls are medium (head_dim 256), Llama-3's small (head_dim 128).
+    cost::Calibration truth = cost::Calibration::defaults();
+    truth.mxu_efficiency_jax = 0.7;
+    truth.mxu_medium_shape_factor = 0.6;
+    truth.mxu_small_shape_factor = 0.5;
+    std::vector<profile::CalibrationCase> cases;
+    for (const char* config :
+         {"configs/maxtext-22b-fsdp-v4-128.yaml", "configs/llama3-8b-fsdp-tp-v4-128.yaml"}) {
+        auto spec = test::load_config(config);
+        auto measured_spec = spec;
+        measured_spec.calibration = truth;
+        auto sim = run::simulate(measured_spec);
+        fs::path trace =
+            fs::temp_directory_path() / fmt::format("podsim-shape-{}-{}.json", ::getpid(), cases.size());
+        std::ofstream(trace) << report::chrome_trace("synthetic", sim.program, sim.timeline, sim.memory);
+        cases.push_back(profile::case_from_profile(config, spec, trace.string()));
+        fs::remove(trace);
+        bool has_shape_target = false;
+        for (const auto& t : cases.back().targets) has_shape_target |= t.category.rfind("matmul:", 0) == 0;
+        CHECK(has_shape_target);
+    }
+    auto result =
+        profile::calibrate(cases, {"mxu_efficiency_jax", "mxu_medium_shape_factor", "mxu_small_shape_factor"},
+                           cost::Calibration::defaults());
+    CHECK(result.insensitive.empty());
+    CHECK(result.fitted.mxu_efficiency_jax == doctest::Approx(0.7).epsilon(0.02));
+    CHECK(result.fitted.mxu_medium_shape_factor == doctest::Approx(0.6).epsilon(0.03));
+    CHECK(result.fitted.mxu_small_shape_factor == doctest::Approx(0.5).epsilon(0.03));
+    CHECK(result.rms_after < 0.01);
+}

@@ -43,6 +43,44 @@ TEST_CASE("matmul roofline with MXU padding") {
     CHECK(model.cost(fusion, program).seconds == doctest::Approx(1.02e9 / (1.2e12 * 0.85)));
 }
 
+TEST_CASE("matmul shape classes and their efficiency factors") {
+    using cost::MatmulShapeClass;
+    // Narrowest dimension in 128-wide MXU tiles: under 2 small, 2 to 8 medium, 8 and up large.
+    CHECK(cost::matmul_shape_class(1024, 1024, 128, 128) == MatmulShapeClass::small);  // attention, head 128
+    CHECK(cost::matmul_shape_class(8192, 255, 4096, 128) == MatmulShapeClass::small);
+    CHECK(cost::matmul_shape_class(2048, 2048, 256, 128) == MatmulShapeClass::medium);  // head 256
+    CHECK(cost::matmul_shape_class(8192, 384, 1152, 128) == MatmulShapeClass::medium);  // ViT d=384
+    CHECK(cost::matmul_shape_class(32768, 3072, 9216, 128) == MatmulShapeClass::large);
+    CHECK(cost::matmul_shape_class(1024, 1024, 1024, 128) == MatmulShapeClass::large);
+    // On a 256-wide MXU (v6e) the same 256 is one tile: small.
+    CHECK(cost::matmul_shape_class(2048, 2048, 256, 256) == MatmulShapeClass::small);
+    CHECK(cost::parse_shape_class("medium") == MatmulShapeClass::medium);
+    CHECK_FALSE(cost::parse_shape_class("huge").has_value());
+
+    auto v4 = config::load_topology_file(test::source_path("topologies/tpu-v4.yaml"));
+    parallel::RuntimeSpec runtime;
+    cost::Calibration cal = cost::Calibration::defaults();
+    cal.mxu_efficiency_jax = 0.8;
+    cal.mxu_small_shape_factor = 0.5;
+    cal.op_overhead = 0.0;
+    cost::CostModel model(cost::CostContext{v4, runtime, cal, core::DType::bf16});
+    parallel::DeviceProgram program;
+    DeviceOp op;
+    op.category = OpCategory::matmul;
+    op.mm_m = 8192;
+    op.mm_n = 8192;
+    op.mm_k = 128;  // small: efficiency 0.8 x 0.5
+    op.flops = 2.0 * 8192 * 8192 * 128;
+    auto small = model.cost(op, program);
+    CHECK(small.shape_class == MatmulShapeClass::small);
+    CHECK(small.compute_seconds == doctest::Approx(op.flops / (275e12 * 0.8 * 0.5)));
+    op.mm_k = 1024;  // large: the factor does not apply
+    op.flops = 2.0 * 8192 * 8192 * 1024;
+    auto large = model.cost(op, program);
+    CHECK(large.shape_class == MatmulShapeClass::large);
+    CHECK(large.compute_seconds == doctest::Approx(op.flops / (275e12 * 0.8)));
+}
+
 namespace {
 // compute A (1 ms) -> all-gather C (2 ms); compute B (1 ms) independent; compute D (1 ms) needs C.
 parallel::DeviceProgram small_program() {

@@ -117,7 +117,8 @@ TEST_CASE("PyTorch/XLA metrics: a graph compiled every step is flagged, a cached
 }
 
 TEST_CASE("podsim's own trace reads back as the prediction it came from") {
-    auto sim = test::simulate_config("configs/maxtext-22b-fsdp-v4-128.yaml");
+    auto spec = test::load_config("configs/maxtext-22b-fsdp-v4-128.yaml");
+    auto sim = run::simulate(spec);
     fs::path trace = fs::temp_directory_path() / fmt::format("podsim-trace-{}.json", ::getpid());
     std::ofstream(trace) << report::chrome_trace("t", sim.program, sim.timeline, sim.memory);
     auto p = profile::read_profile(trace.string());
@@ -126,10 +127,16 @@ TEST_CASE("podsim's own trace reads back as the prediction it came from") {
         CAPTURE(s.category);
         CHECK(p.category_s.at(s.category) == doctest::Approx(s.time_s).epsilon(1e-6));
     }
-    auto c = profile::compare(sim.report, p);
+    auto c = profile::compare(sim.report, p, spec.topology.chip.mxu_tile);
     for (const auto& row : c.categories) {
         if (row.category != "host") CHECK(std::fabs(row.error) < 1e-6);
     }
+    // The trace carries each matmul's narrowest dimension, so matmuls compare by shape class too:
+    // MaxText's projections are large (d_model 6144), its attention medium (head_dim 256 = 2 tiles).
+    REQUIRE(c.matmul_shapes.size() == 2);
+    CHECK(c.matmul_shapes[0].category == "large");
+    CHECK(c.matmul_shapes[1].category == "medium");
+    for (const auto& row : c.matmul_shapes) CHECK(std::fabs(row.error) < 1e-6);
 }
 
 TEST_CASE("truncated and corrupted profiles are errors with the file, never a crash") {
@@ -164,4 +171,18 @@ TEST_CASE("truncated and corrupted profiles are errors with the file, never a cr
         fs::remove(tmp);
     }
     CHECK_THROWS_AS(profile::read_profile(data("does-not-exist.json")), core::UserError);
+}
+
+TEST_CASE("a matmul's narrowest dimension from its HLO text and FLOPs") {
+    // bf16[8192,3072] = [8192,768] x [768,3072]: FLOPs 2*8192*3072*768 give k = 768.
+    CHECK(profile::matmul_narrowest_dim(
+              "%fusion.3 = bf16[8192,3072]{1,0:T(8,128)(2,1)} fusion(bf16[8192,768]{1,0} %p0, ...)",
+              2.0 * 8192 * 3072 * 768) == doctest::Approx(768));
+    // Leading dimensions are batch: [16,1024,1024] from head_dim 128 gives k = 128.
+    CHECK(profile::matmul_narrowest_dim("%dot.1 = f32[16,1024,1024]{2,1,0} dot(...)",
+                                        2.0 * 16 * 1024 * 1024 * 128) == doctest::Approx(128));
+    CHECK(profile::matmul_narrowest_dim("%t = (f32[8,8], f32[8]) tuple(...)", 1e6) == 0.0);
+    CHECK(profile::matmul_narrowest_dim("%c = f32[] constant(0)", 1e6) == 0.0);
+    CHECK(profile::matmul_narrowest_dim("%x = bf16[128,128]{1,0} fusion(...)", 0.0) == 0.0);
+    CHECK(profile::matmul_narrowest_dim("no shape here", 1e9) == 0.0);
 }
