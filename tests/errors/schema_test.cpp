@@ -67,3 +67,10 @@ TEST_CASE("explain lists every model and topology key and every calibration para
         CHECK(config::explain("calibration").find(name) != std::string::npos);
     }
 }
+
+TEST_CASE("a published case file runs as its run block") {
+    auto spec = config::load_run_file(test::source_path("tests/validation/gpt2-20b-fsdp-v4-128.yaml"));
+    CHECK(spec.name == "gpt2-20b-fsdp-v4-128");
+    CHECK(spec.model.layers == 43);
+    CHECK(spec.slice.chips() == 64);
+}
