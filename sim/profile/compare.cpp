@@ -11,6 +11,9 @@
 #include "core/quantity.hpp"
 
 namespace podsim::profile {
+namespace {
+constexpr double kNegligible_s = 1e-9;
+}  // namespace
 
 Comparison compare(const report::RunReport& predicted, const MeasuredProfile& measured, int mxu_tile) {
     Comparison c;
@@ -34,7 +37,9 @@ Comparison compare(const report::RunReport& predicted, const MeasuredProfile& me
         row.category = k;
         row.predicted_s = pred.count(k) ? pred[k] : 0.0;
         row.measured_s = measured.category_s.count(k) ? measured.category_s.at(k) : 0.0;
-        if (row.predicted_s == 0.0 && row.measured_s == 0.0) continue;
+        // Below a nanosecond is rounding in the profile's timestamps, not time.
+        if (row.measured_s < kNegligible_s) row.measured_s = 0.0;
+        if (row.predicted_s < kNegligible_s && row.measured_s == 0.0) continue;
         row.difference_s = row.predicted_s - row.measured_s;
         row.error = row.measured_s > 0 ? row.difference_s / row.measured_s : 0.0;
         c.categories.push_back(row);
@@ -51,7 +56,9 @@ Comparison compare(const report::RunReport& predicted, const MeasuredProfile& me
             }
             auto it = measured_shapes->find(shape);
             row.measured_s = it != measured_shapes->end() ? it->second : 0.0;
-            if (row.predicted_s == 0.0 && row.measured_s == 0.0) continue;
+            // Below a nanosecond is rounding in the profile's timestamps, not time.
+            if (row.measured_s < kNegligible_s) row.measured_s = 0.0;
+            if (row.predicted_s < kNegligible_s && row.measured_s == 0.0) continue;
             row.difference_s = row.predicted_s - row.measured_s;
             row.error = row.measured_s > 0 ? row.difference_s / row.measured_s : 0.0;
             c.matmul_shapes.push_back(row);
@@ -113,24 +120,19 @@ std::string comparison_json(const Comparison& c) {
     j["steps"] = c.steps;
     j["predicted_step_time_s"] = c.predicted_step_s;
     j["measured_step_time_s"] = c.measured_step_s;
-    auto rows = nlohmann::ordered_json::array();
-    for (const auto& r : c.categories) {
-        rows.push_back({{"category", r.category},
-                        {"predicted_s", r.predicted_s},
-                        {"measured_s", r.measured_s},
-                        {"difference_s", r.difference_s},
-                        {"error", r.error}});
-    }
-    j["categories"] = rows;
-    auto shapes = nlohmann::ordered_json::array();
-    for (const auto& r : c.matmul_shapes) {
-        shapes.push_back({{"shape", r.category},
-                          {"predicted_s", r.predicted_s},
-                          {"measured_s", r.measured_s},
-                          {"difference_s", r.difference_s},
-                          {"error", r.error}});
-    }
-    j["matmul_shapes"] = shapes;
+    auto rows = [](const std::vector<CategoryComparison>& list, const char* key) {
+        auto out = nlohmann::ordered_json::array();
+        for (const auto& r : list) {
+            out.push_back({{key, r.category},
+                           {"predicted_s", r.predicted_s},
+                           {"measured_s", r.measured_s},
+                           {"difference_s", r.difference_s},
+                           {"error", r.error}});
+        }
+        return out;
+    };
+    j["categories"] = rows(c.categories, "category");
+    j["matmul_shapes"] = rows(c.matmul_shapes, "shape");
     j["notes"] = c.notes;
     return j.dump(2) + "\n";
 }

@@ -18,6 +18,24 @@
 using namespace podsim;
 namespace fs = std::filesystem;
 
+namespace {
+
+// A case whose profile is podsim's own trace of `config` run with the `truth` calibration.
+profile::CalibrationCase synthetic_case(const char* config, const cost::Calibration& truth) {
+    auto spec = test::load_config(config);
+    auto measured_spec = spec;
+    measured_spec.calibration = truth;
+    auto sim = run::simulate(measured_spec);
+    static int serial = 0;
+    fs::path trace = fs::temp_directory_path() / fmt::format("podsim-cal-{}-{}.json", ::getpid(), serial++);
+    std::ofstream(trace) << report::chrome_trace("synthetic", sim.program, sim.timeline, sim.memory);
+    auto c = profile::case_from_profile(config, spec, trace.string());
+    fs::remove(trace);
+    return c;
+}
+
+}  // namespace
+
 TEST_CASE("calibrate recovers known parameters from synthetic profiles") {
     cost::Calibration truth = cost::Calibration::defaults();
     truth.mxu_efficiency_jax = 0.6;
@@ -26,15 +44,7 @@ TEST_CASE("calibrate recovers known parameters from synthetic profiles") {
     std::vector<profile::CalibrationCase> cases;
     for (const char* config : {"configs/maxtext-22b-fsdp-v4-128.yaml", "configs/vit-cifar-mesh-8x1-b128.yaml",
                                "configs/vit-cifar-mesh-4x2-b1024.yaml"}) {
-        auto spec = test::load_config(config);
-        auto measured_spec = spec;
-        measured_spec.calibration = truth;
-        auto sim = run::simulate(measured_spec);
-        fs::path trace =
-            fs::temp_directory_path() / fmt::format("podsim-cal-{}-{}.json", ::getpid(), cases.size());
-        std::ofstream(trace) << report::chrome_trace("synthetic", sim.program, sim.timeline, sim.memory);
-        cases.push_back(profile::case_from_profile(config, spec, trace.string()));
-        fs::remove(trace);
+        cases.push_back(synthetic_case(config, truth));
     }
     auto result = profile::calibrate(
         cases, {"mxu_efficiency_jax", "hbm_efficiency", "collective_overhead", "mxu_efficiency_pytorch_xla"},
@@ -80,15 +90,7 @@ TEST_CASE("calibrate recovers matmul shape factors when the profile gives matmul
     std::vector<profile::CalibrationCase> cases;
     for (const char* config :
          {"configs/maxtext-22b-fsdp-v4-128.yaml", "configs/llama3-8b-fsdp-tp-v4-128.yaml"}) {
-        auto spec = test::load_config(config);
-        auto measured_spec = spec;
-        measured_spec.calibration = truth;
-        auto sim = run::simulate(measured_spec);
-        fs::path trace =
-            fs::temp_directory_path() / fmt::format("podsim-shape-{}-{}.json", ::getpid(), cases.size());
-        std::ofstream(trace) << report::chrome_trace("synthetic", sim.program, sim.timeline, sim.memory);
-        cases.push_back(profile::case_from_profile(config, spec, trace.string()));
-        fs::remove(trace);
+        cases.push_back(synthetic_case(config, truth));
         bool has_shape_target = false;
         for (const auto& t : cases.back().targets) has_shape_target |= t.category.rfind("matmul:", 0) == 0;
         CHECK(has_shape_target);
