@@ -27,11 +27,4 @@ std::string_view shape_class_name(MatmulShapeClass shape_class) {
     return "large";
 }
 
-std::optional<MatmulShapeClass> parse_shape_class(std::string_view name) {
-    for (auto c : {MatmulShapeClass::small, MatmulShapeClass::medium, MatmulShapeClass::large}) {
-        if (shape_class_name(c) == name) return c;
-    }
-    return std::nullopt;
-}
-
 }  // namespace podsim::cost

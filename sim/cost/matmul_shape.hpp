@@ -1,6 +1,5 @@
 #pragma once
 
-#include <optional>
 #include <string_view>
 
 namespace podsim::cost {
@@ -21,6 +20,5 @@ inline constexpr double kLargeShapeFromTiles = 8.0;
 MatmulShapeClass matmul_shape_class(double m, double n, double k, int mxu_tile);
 MatmulShapeClass matmul_shape_class(double narrowest_dimension, int mxu_tile);
 std::string_view shape_class_name(MatmulShapeClass shape_class);
-std::optional<MatmulShapeClass> parse_shape_class(std::string_view name);
 
 }  // namespace podsim::cost

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <set>
 
 #include <fmt/format.h>
@@ -12,7 +13,22 @@
 
 namespace podsim::profile {
 namespace {
-constexpr double kNegligible_s = 1e-9;
+
+// A row, or nothing when neither side has time. Below a nanosecond is rounding in the profile's
+// timestamps, not time.
+std::optional<CategoryComparison> make_row(const std::string& category, double predicted_s,
+                                           double measured_s) {
+    constexpr double kNegligible_s = 1e-9;
+    CategoryComparison row;
+    row.category = category;
+    row.predicted_s = predicted_s;
+    row.measured_s = measured_s < kNegligible_s ? 0.0 : measured_s;
+    if (row.predicted_s < kNegligible_s && row.measured_s == 0.0) return std::nullopt;
+    row.difference_s = row.predicted_s - row.measured_s;
+    row.error = row.measured_s > 0 ? row.difference_s / row.measured_s : 0.0;
+    return row;
+}
+
 }  // namespace
 
 Comparison compare(const report::RunReport& predicted, const MeasuredProfile& measured, int mxu_tile) {
@@ -33,35 +49,23 @@ Comparison compare(const report::RunReport& predicted, const MeasuredProfile& me
     for (const auto& [k, v] : pred) categories.insert(k);
     for (const auto& [k, v] : measured.category_s) categories.insert(k);
     for (const auto& k : categories) {
-        CategoryComparison row;
-        row.category = k;
-        row.predicted_s = pred.count(k) ? pred[k] : 0.0;
-        row.measured_s = measured.category_s.count(k) ? measured.category_s.at(k) : 0.0;
-        // Below a nanosecond is rounding in the profile's timestamps, not time.
-        if (row.measured_s < kNegligible_s) row.measured_s = 0.0;
-        if (row.predicted_s < kNegligible_s && row.measured_s == 0.0) continue;
-        row.difference_s = row.predicted_s - row.measured_s;
-        row.error = row.measured_s > 0 ? row.difference_s / row.measured_s : 0.0;
-        c.categories.push_back(row);
+        auto it = measured.category_s.find(k);
+        if (auto row = make_row(k, pred.count(k) ? pred[k] : 0.0,
+                                it != measured.category_s.end() ? it->second : 0.0))
+            c.categories.push_back(*row);
     }
     std::sort(c.categories.begin(), c.categories.end(), [](const auto& a, const auto& b) {
         return std::fabs(a.difference_s) > std::fabs(b.difference_s);
     });
     if (auto measured_shapes = matmul_time_by_shape(measured, mxu_tile)) {
         for (const char* shape : {"large", "medium", "small"}) {
-            CategoryComparison row;
-            row.category = shape;
+            double predicted_s = 0.0;
             for (const auto& s : predicted.matmul_shapes) {
-                if (s.category == shape) row.predicted_s = s.time_s;
+                if (s.category == shape) predicted_s = s.time_s;
             }
             auto it = measured_shapes->find(shape);
-            row.measured_s = it != measured_shapes->end() ? it->second : 0.0;
-            // Below a nanosecond is rounding in the profile's timestamps, not time.
-            if (row.measured_s < kNegligible_s) row.measured_s = 0.0;
-            if (row.predicted_s < kNegligible_s && row.measured_s == 0.0) continue;
-            row.difference_s = row.predicted_s - row.measured_s;
-            row.error = row.measured_s > 0 ? row.difference_s / row.measured_s : 0.0;
-            c.matmul_shapes.push_back(row);
+            if (auto row = make_row(shape, predicted_s, it != measured_shapes->end() ? it->second : 0.0))
+                c.matmul_shapes.push_back(*row);
         }
     }
     c.largest_measured.assign(

@@ -1,6 +1,7 @@
 #include "report/build_report.hpp"
 
 #include <algorithm>
+#include <array>
 #include <map>
 
 #include "core/time.hpp"
@@ -123,7 +124,7 @@ RunReport build_report(const ReportInput& in) {
 
     std::vector<Interval> compute, comm, host;
     std::map<std::string, CategoryStat> stats;
-    std::map<std::string, CategoryStat> shapes;
+    std::array<CategoryStat, 3> shapes;  // by cost::MatmulShapeClass
     double matmul_time = 0.0;
     std::vector<core::Time> busy(in.program.resources.size(), 0);
     double device_op_time = 0.0;
@@ -157,9 +158,7 @@ RunReport build_report(const ReportInput& in) {
             device_op_time += seconds;
         }
         if (op.category == parallel::OpCategory::matmul) {
-            auto shape = cost::matmul_shape_class(op.mm_m, op.mm_n, op.mm_k, in.topology.chip.mxu_tile);
-            auto& shape_stat = shapes[std::string(cost::shape_class_name(shape))];
-            shape_stat.category = std::string(cost::shape_class_name(shape));
+            auto& shape_stat = shapes[static_cast<std::size_t>(in.costs[i].shape_class)];
             ++shape_stat.count;
             shape_stat.time_s += seconds;
             matmul_time += seconds;
@@ -195,10 +194,11 @@ RunReport build_report(const ReportInput& in) {
     });
     for (auto shape :
          {cost::MatmulShapeClass::large, cost::MatmulShapeClass::medium, cost::MatmulShapeClass::small}) {
-        auto it = shapes.find(std::string(cost::shape_class_name(shape)));
-        if (it == shapes.end()) continue;
-        it->second.fraction = matmul_time > 0 ? it->second.time_s / matmul_time : 0.0;
-        r.matmul_shapes.push_back(it->second);
+        CategoryStat s = shapes[static_cast<std::size_t>(shape)];
+        if (s.count == 0) continue;
+        s.category = std::string(cost::shape_class_name(shape));
+        s.fraction = matmul_time > 0 ? s.time_s / matmul_time : 0.0;
+        r.matmul_shapes.push_back(s);
     }
     for (std::size_t i = 0; i < busy.size(); ++i) {
         double b = core::to_seconds(busy[i]);

@@ -28,6 +28,7 @@ struct ReportInput {
     const network::MeshSpec& mesh;
     bool mfu_attention = false;
     const parallel::DeviceProgram& program;
+    const std::vector<cost::OpCost>& costs;  // per op of program (matmul shape classes)
     const scheduler::Timeline& timeline;
     const memory::MemoryProfile& memory;
     const memory::HostMemory& host;

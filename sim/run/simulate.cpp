@@ -147,8 +147,8 @@ Simulation simulate(const RunSpec& spec, std::shared_ptr<const workload::OpGraph
     sim.host_memory = memory::host_memory(host_in);
     sim.report = report::build_report(
         report::ReportInput{spec.name, spec.model, spec.training, spec.runtime, spec.topology, spec.slice,
-                            spec.slices, spec.mesh, spec.mfu_attention, sim.program, sim.timeline, sim.memory,
-                            sim.host_memory, model.compile_seconds(sim.program)});
+                            spec.slices, spec.mesh, spec.mfu_attention, sim.program, sim.costs, sim.timeline,
+                            sim.memory, sim.host_memory, model.compile_seconds(sim.program)});
     return sim;
 }
 
