@@ -30,6 +30,7 @@ struct Calibration {
     double compile_time_base = 0.0;    // seconds per compilation
     double compile_time_per_op = 0.0;  // seconds per fused op of the step program
 
+    bool operator==(const Calibration&) const = default;
     static Calibration defaults();
     double mxu_efficiency(parallel::Framework framework) const;
     double mxu_shape_factor(MatmulShapeClass shape_class) const;  // 1 for large matmuls

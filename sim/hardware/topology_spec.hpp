@@ -17,24 +17,31 @@ enum class WraparoundRule {
                        // torus (in every dimension) only when every dimension is a multiple of 4
     length_16,         // v5e/v6e: only dimensions of length 16 wrap
 };
+static_assert(kWraparoundNames.size() == static_cast<std::size_t>(WraparoundRule::length_16) + 1);
+
+// Defaults: topology_keys.hpp.
 
 struct IciSpec {
-    int dims = 3;
+    int dims = static_cast<int>(topology_key("ici.dims").integer_default());
     double link_bandwidth = 0.0;  // bytes/s, one direction of one link
     double hop_latency = 0.0;     // seconds per hop
-    WraparoundRule wraparound = WraparoundRule::whole_cubes_of_4;
+    WraparoundRule wraparound = topology_key("ici.wraparound").choice_default<WraparoundRule>();
     SliceShape max_slice;
-    bool twisted_torus = false;  // n x n x 2n and n x 2n x 2n shapes may be twisted (ISCA 2023 Fig. 6)
+    // n x n x 2n and n x 2n x 2n shapes may be twisted (ISCA 2023 Fig. 6)
+    bool twisted_torus = topology_key("ici.twisted_torus").boolean_default();
+    bool operator==(const IciSpec&) const = default;
 };
 
 struct HostSpec {
-    int chips_per_host = 4;
+    int chips_per_host = static_cast<int>(topology_key("host.chips_per_host").integer_default());
     double host_memory = 0.0;  // bytes of host RAM per host
+    bool operator==(const HostSpec&) const = default;
 };
 
 struct DcnSpec {
-    double bandwidth_per_chip = 0.0;  // bytes/s each chip can send across slices
-    double latency = 0.0;             // seconds per DCN transfer
+    double bandwidth_per_chip = 0.0;                             // bytes/s each chip can send across slices
+    double latency = topology_key("dcn.latency").default_value;  // seconds per DCN transfer
+    bool operator==(const DcnSpec&) const = default;
 };
 
 struct TopologySpec {
@@ -44,6 +51,7 @@ struct TopologySpec {
     HostSpec host;
     DcnSpec dcn;
     std::map<std::string, std::string> sources;  // key path -> where the number comes from
+    bool operator==(const TopologySpec&) const = default;
 };
 
 // Why `shape` cannot be a slice of `topology`, or nullopt when it can.

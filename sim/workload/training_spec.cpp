@@ -3,31 +3,11 @@
 namespace podsim::workload {
 
 std::string_view optimizer_name(Optimizer optimizer) {
-    switch (optimizer) {
-        case Optimizer::adam:
-            return "adam";
-        case Optimizer::adamw:
-            return "adamw";
-        case Optimizer::adafactor:
-            return "adafactor";
-        case Optimizer::sgd:
-            return "sgd";
-    }
-    return "?";
+    return kOptimizerNames[static_cast<std::size_t>(optimizer)];
 }
 
 std::string_view remat_name(Remat remat) {
-    switch (remat) {
-        case Remat::none:
-            return "none";
-        case Remat::full:
-            return "full";
-        case Remat::save_dots:
-            return "save_dots";
-        case Remat::attention:
-            return "attention";
-    }
-    return "?";
+    return kRematNames[static_cast<std::size_t>(remat)];
 }
 
 }  // namespace podsim::workload
