@@ -576,8 +576,19 @@ run::RunSpec parse_run(const YAML::Node& root, const std::string& file, const fs
         if (auto o = t.choice("optimizer", {"adam", "adamw", "adafactor", "sgd"}, false)) {
             spec.training.optimizer = static_cast<workload::Optimizer>(*o);
         }
-        if (auto m = t.choice("remat", {"none", "full", "save_dots", "attention"}, false)) {
+        if (auto m = t.choice("remat", workload::remat_names(), false)) {
             spec.training.remat = static_cast<workload::Remat>(*m);
+            if (spec.training.remat == workload::Remat::qkv_proj_offloaded ||
+                spec.training.remat == workload::Remat::minimal_offloaded) {
+                t.error("remat",
+                        fmt::format("'{}' offloads activations to host memory, which podsim does not "
+                                    "model yet; use the policy without offload to bound it",
+                                    workload::remat_name(spec.training.remat)));
+            }
+        }
+        // MaxText's `attention` values; `mha` is MaxText's older name for dot_product.
+        if (auto a = t.choice("attention", {"dot_product", "mha", "flash"}, false)) {
+            spec.training.attention = *a == 2 ? workload::Attention::flash : workload::Attention::dot_product;
         }
         if (auto dt = t.choice("master_dtype", core::dtype_names(), false)) {
             spec.training.master_dtype = core::parse_dtype(core::dtype_names()[*dt]);
