@@ -37,7 +37,7 @@ OpCost CostModel::cost(const parallel::DeviceOp& op, const parallel::DeviceProgr
     if (parallel::is_collective(op.category)) {
         const parallel::CommAxis& axis = program.comm_axes[static_cast<std::size_t>(op.comm_axis)];
         // ICI collectives have no fixed cost: the flow-level network model times them in the
-        // simulation (collectives/flow_network.hpp). Only DCN, outside the torus, uses a closed form.
+        // simulation (network/flow_network.hpp). Only DCN, outside the torus, uses a closed form.
         if (axis.kind != parallel::ResourceKind::dcn) return out;
         auto t = collectives::closed_form_dcn(
             op.collective, op.collective_bytes, axis.size,
