@@ -134,7 +134,17 @@ Simulation simulate(const RunSpec& spec, std::shared_ptr<const workload::OpGraph
         cost::CostContext{spec.topology, spec.runtime, spec.calibration, spec.training.dtype});
     sim.costs = model.cost_all(sim.program);
     scheduler::NetworkInput network = plan_network(spec, sim);
-    sim.timeline = scheduler::schedule(sim.program, sim.costs, spec.runtime, sim.torus ? &network : nullptr);
+    try {
+        sim.timeline =
+            scheduler::schedule(sim.program, sim.costs, spec.runtime, sim.torus ? &network : nullptr);
+    } catch (const core::TimeOverflow& e) {
+        core::Diagnostics d;
+        d.error({spec.source, 0, 0}, "",
+                fmt::format("cannot simulate this config: {}; one step would last longer than podsim "
+                            "can represent (check sizes, bandwidths and runtime.host_overhead)",
+                            e.what()));
+        throw core::UserError(d);
+    }
     sim.memory = memory::profile_memory(sim.program, sim.timeline, spec.topology.chip.hbm_capacity);
     memory::HostMemoryInput host_in;
     host_in.total_params = static_cast<double>(workload::count_params(spec.model).total);
