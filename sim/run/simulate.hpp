@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,9 @@ Simulation simulate(const RunSpec& spec);
 // The same with the step already lowered (workload::lowering_key(spec) must match): sweeps lower
 // each distinct model and training setup once and share it across meshes and slices.
 Simulation simulate(const RunSpec& spec, std::shared_ptr<const workload::OpGraph> lowered);
+
+// Layers times microbatches a step may have (see semantic_errors).
+inline constexpr std::int64_t kMaxLayerPasses = 20'000;
 
 struct SemanticError {
     std::string key_path;  // where in the run config the problem shows, e.g. "training.global_batch"

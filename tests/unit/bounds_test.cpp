@@ -11,6 +11,7 @@
 
 #include "core/bounded_file.hpp"
 #include "core/engine.hpp"
+#include "core/quantity.hpp"
 #include "core/time.hpp"
 #include "sweep/expression.hpp"
 #include "sweep/sweep_runner.hpp"
@@ -104,4 +105,14 @@ TEST_CASE("keep expressions are bounded in nesting and length, and long chains s
     CHECK_FALSE(sweep::Expression::parse(huge, sweep::row_fields(), error));
     CHECK(error.find("the limit is 10000") != std::string::npos);
     CHECK(sweep::Expression::parse("not not fits or !(mfu < 0.5)", sweep::row_fields(), error));
+}
+
+TEST_CASE("quantities that overflow once converted to base units are rejected") {
+    // 1e300 TB/s = 1e312 B/s: infinite bandwidth made the flow network assert.
+    auto bandwidth = core::parse_quantity("1e300 TB/s", core::Dimension::bandwidth);
+    CHECK_FALSE(bandwidth.ok);
+    CHECK(bandwidth.error ==
+          "'1e300 TB/s' is out of range: it is not a finite number once converted to bytes per second");
+    CHECK_FALSE(core::parse_quantity("1e300 TiB", core::Dimension::bytes).ok);
+    CHECK(core::parse_quantity("1e300 B", core::Dimension::bytes).ok);
 }
