@@ -13,6 +13,7 @@
 #include "network/axis_mapping.hpp"
 #include "network/torus.hpp"
 #include "parallel/device_program.hpp"
+#include "parallel/sharding_errors.hpp"
 #include "report/run_report.hpp"
 #include "run/run_spec.hpp"
 #include "scheduler/timeline.hpp"
@@ -47,13 +48,10 @@ Simulation simulate(const RunSpec& spec, std::shared_ptr<const workload::OpGraph
 // Layers times microbatches a step may have (see semantic_errors).
 inline constexpr std::int64_t kMaxLayerPasses = 20'000;
 
-struct SemanticError {
-    std::string key_path;  // where in the run config the problem shows, e.g. "training.global_batch"
-    std::string message;
-};
+using SemanticError = parallel::ShardingError;
 
-// Checks that config loading cannot express in the schema alone: the mesh against the slice, and
-// every sharded dimension against its axis. Empty when the spec can be simulated.
+// parallel::sharding_errors of the spec's parts, and the bound on layer passes per step (config
+// loading reports them; see there).
 std::vector<SemanticError> semantic_errors(const RunSpec& spec);
 
 }  // namespace podsim::run
