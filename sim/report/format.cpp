@@ -167,7 +167,8 @@ std::string format_json(const RunReport& r) {
     }
     j["resources"] = resources;
     j["simulation"] = {{"ops", r.ops}, {"events", r.events}};
-    return j.dump(2) + "\n";
+    // Names and ids come from user files: invalid UTF-8 becomes U+FFFD rather than an exception.
+    return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 std::string chrome_trace(const std::string& name, const parallel::DeviceProgram& program,
@@ -218,7 +219,8 @@ std::string chrome_trace(const std::string& name, const parallel::DeviceProgram&
                           {"args", {{"bytes", s.live_bytes}}}});
     }
     nlohmann::json trace = {{"traceEvents", events}, {"displayTimeUnit", "ms"}};
-    return trace.dump() + "\n";
+    // Names come from user files: invalid UTF-8 becomes U+FFFD rather than an exception.
+    return trace.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 }  // namespace podsim::report
