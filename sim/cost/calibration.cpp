@@ -68,7 +68,7 @@ const std::vector<CalibrationParameter>& calibration_parameters() {
         // Host work of a whole run (sim/training_run, docs/whole-run.md). Graph size is counted in fused
         // ops of the program (IR nodes per fused op are folded into each per-op cost) and in tensors the
         // step syncs (parameters, gradients, optimizer state, outputs).
-        {"trace_per_op_pytorch_xla", ParameterUnit::time, &Calibration::trace_per_op_pytorch_xla, 140e-6, 0.0,
+        {"trace_per_op_pytorch_xla", ParameterUnit::time, &Calibration::trace_per_op_pytorch_xla, 267e-6, 0.0,
          10e-3,
          "PyTorch/XLA lazy tracing (Python model code recording IR) per fused op of the program, every step",
          "calibrated on case 001-unit-train-steady (mmf UniT on PyTorch/XLA 1.9: 7.69 updates/s over the "
@@ -82,7 +82,7 @@ const std::vector<CalibrationParameter>& calibration_parameters() {
          "assumption: same order as hashing (both walk the IR graph once); pytorch/xla issue 3434 names it "
          "beside FetchTensorData as what separates two executions"},
         {"fetch_per_tensor_pytorch_xla", ParameterUnit::time, &Calibration::fetch_per_tensor_pytorch_xla,
-         4.1e-6, 0.0, 1e-3,
+         4.185e-6, 0.0, 1e-3,
          "PyTorch/XLA FetchTensorData per synced tensor (resetting its IR value, creating its placeholder "
          "data)",
          "calibrated on case 002-bert-large-gap-before (pytorch/xla PR overlapping FetchTensorData: the gap "

@@ -467,11 +467,13 @@ WholeRun simulate_whole_run(const run::RunSpec& spec, const RunPlan& plan) {
 
     // PT_XLA_DEBUG's analysis after every mark_step (torch_xla runtime/metrics_analysis.cpp): a metric
     // whose process-wide count exceeds half the steps; CompileTime only after 10 warm-up steps.
-    if (pytorch) {
-        long compiled = 0, transferred = 0;
-        for (std::size_t s = 0; s < planned.size(); ++s) {
-            compiled += compiles_by_step[s];
-            transferred += from_device_by_step[s];
+    long compiled = 0, transferred = 0;
+    for (std::size_t s = 0; s < planned.size(); ++s) {
+        compiled += compiles_by_step[s];
+        transferred += from_device_by_step[s];
+        w.steps[s].compiles_so_far = compiled;
+        w.steps[s].from_device_so_far = transferred;
+        if (pytorch) {
             const long steps = static_cast<long>(s) + 1;
             if (steps > kCompileWarmupSteps && 2 * compiled > steps)
                 w.debug_lines.push_back(fmt::format(

@@ -34,6 +34,9 @@ struct StepRecord {
     bool compiled = false;
     core::Time end = 0;       // its last execution ended (or its last sync)
     double duration_s = 0.0;  // since the previous step ended
+    // Process-wide counts up to and including this step, as PyTorch/XLA's metrics count them.
+    long compiles_so_far = 0;
+    long from_device_so_far = 0;
 };
 
 // A PyTorch/XLA-style metric: how many samples, their total.
