@@ -40,7 +40,16 @@ const std::vector<KeyDoc>& run_schema() {
         {"training.param_dtype", "enum bf16|fp16|fp32", "fp32",
          "master weights, gradients and optimizer state"},
         {"training.optimizer", "enum adam|adamw|adafactor|sgd", "adam", "optimizer (memory and update cost)"},
-        {"training.remat", "enum none|full|save_dots|attention", "none", "rematerialisation policy"},
+        {"training.remat",
+         "enum none|full|save_dots|attention|minimal|save_dot_except_mlpwi|save_dot_except_mlp|save_qkv_proj|"
+         "save_dot_with_context_except_mlp|minimal_flash|qkv_proj_offloaded|minimal_offloaded",
+         "none",
+         "rematerialisation policy; MaxText remat_policy names are accepted verbatim, each the JAX policy "
+         "docs/model.md lists (minimal = checkpoint_dots_with_no_batch_dims)"},
+        {"training.attention", "enum dot_product|mha|flash", "dot_product",
+         "attention kernel (MaxText `attention`): dot_product (alias mha) writes the S x S scores to HBM; "
+         "flash (splash attention on TPU, FlashAttention-2 on GPU) keeps them on chip and skips causal "
+         "blocks"},
         {"training.master_dtype", "enum fp32|bf16", "(none)",
          "master copy of the parameters kept by the optimizer (e.g. fp32 with param_dtype bf16)"},
         {"training.tensor_sequence", "bool", "false",
@@ -64,6 +73,54 @@ const std::vector<KeyDoc>& run_schema() {
         {"calibration", "mapping | path", "{}",
          "overrides of cost-model parameters by name (see `podsim explain calibration`), or a "
          "podsim.calibration/v1 file"},
+        {"whole_run", "mapping", "(none: one step)",
+         "a run of many steps: host work, compile cache, transfers (podsim run prints the whole run)"},
+        {"whole_run.train_steps", "int", "0", "training steps (forward, backward, optimizer)"},
+        {"whole_run.log_every", "int", "0 (never)",
+         "a host sync every k train steps (loss.item()): waits for the step, one device-to-host transfer"},
+        {"whole_run.last_batch", "int", "0 (none)", "samples in a last, partial training batch: a new shape"},
+        {"whole_run.seq_len", "mapping", "{distribution: fixed}", "the sequence length of each batch"},
+        {"whole_run.seq_len.distribution", "enum fixed|uniform|normal|buckets", "fixed",
+         "fixed: training.seq_len; uniform or normal: per sample, clipped to [min, max], the batch takes its "
+         "longest; buckets: one of `buckets` per batch with `weights`"},
+        {"whole_run.seq_len.min", "int", "(required for uniform, normal)", "shortest sample, tokens"},
+        {"whole_run.seq_len.max", "int", "(required for uniform, normal)", "longest sample, tokens"},
+        {"whole_run.seq_len.mean", "number", "(required for normal)", "mean sample length, tokens"},
+        {"whole_run.seq_len.stddev", "number", "(required for normal)", "standard deviation, tokens"},
+        {"whole_run.seq_len.buckets", "list of int", "",
+         "lengths batches are padded up to (padding: bucket), or drawn from (distribution: buckets)"},
+        {"whole_run.seq_len.weights", "list of number", "equal",
+         "relative frequency of each bucket (distribution: buckets)"},
+        {"whole_run.seq_len.padding", "enum none|bucket|max", "none",
+         "none: each batch padded to its longest sample (a new program per new length); bucket: up to the "
+         "next "
+         "bucket; max: always max"},
+        {"whole_run.eval", "mapping", "{}", "evaluation (forward only)"},
+        {"whole_run.eval.every", "int", "0 (once, after training)", "train steps between evaluations"},
+        {"whole_run.eval.steps", "int", "0", "forward-only steps per evaluation"},
+        {"whole_run.eval.batch", "int", "training.global_batch", "samples per evaluation step"},
+        {"whole_run.eval.last_batch", "int", "0 (none)",
+         "samples in the last, partial batch of an evaluation"},
+        {"whole_run.eval.accumulate", "enum none|device|host", "none",
+         "where per-step results are gathered: device (a tensor that grows every step: a new program every "
+         "step), host (device-to-host transfers every step)"},
+        {"whole_run.eval.accumulated_tensors", "int", "1",
+         "tensors accumulated per step (fields of the result)"},
+        {"whole_run.eval.bytes_per_sample", "size", "4 B", "bytes per sample of each accumulated tensor"},
+        {"whole_run.unlowered_ops", "int", "0",
+         "ops without an XLA lowering per step: the graph is split around each, with a transfer each way"},
+        {"whole_run.unlowered_bytes", "size", "4 KiB", "bytes each of them moves to the host and back"},
+        {"whole_run.input", "mapping", "{}", "the input pipeline (a background loader)"},
+        {"whole_run.input.host_time", "time", "0 s", "host time to prepare one batch"},
+        {"whole_run.input.bytes", "size", "4 B per token (image: 4 B per pixel and channel)",
+         "host-to-device bytes per batch"},
+        {"whole_run.compile_cache", "enum process|persistent", "process",
+         "process: every distinct program compiles once per process; persistent: loaded from a cache"},
+        {"whole_run.overlap", "enum none|run_post_order|run_post_order_and_fetch", "run_post_order_and_fetch",
+         "PyTorch/XLA host work overlapping the previous execution: none (before pytorch/xla PR 3457), "
+         "RunPostOrder (PR 3457), RunPostOrder and FetchTensorData (the PR of seed 002; current releases)"},
+        {"whole_run.steady_window", "int", "100", "last steps averaged for the steady-state figures"},
+        {"whole_run.seed", "int", "1", "seed of the sequence-length draws"},
     };
     return keys;
 }

@@ -73,6 +73,9 @@ std::vector<CaseResult> evaluate_suite(const std::vector<config::ValidationCase>
         r.derived = c.derived;
         r.predicted_mfu = report.mfu;
         r.fits = report.memory.fits;
+        r.memory_judged = true;
+        r.peak_bytes = report.memory.peak_bytes;
+        r.capacity_bytes = report.memory.capacity_bytes;
         if (auto it = c.measured.find("mfu_6n"); it != c.measured.end()) r.measured_mfu = it->second;
         r.expected_miss = c.expected_miss.value_or("");
         bool judged = false;
@@ -97,7 +100,7 @@ std::vector<CaseResult> evaluate_suite(const std::vector<config::ValidationCase>
             r.tolerance = c.tolerance.at("all_reduce_fraction_abs");
             judged = true;
         }
-        bool within = judged && std::fabs(r.error) <= r.tolerance;
+        bool within = judged && std::fabs(r.error) <= r.tolerance && r.fits;
         if (!judged) {
             r.status = CaseStatus::fail;
             r.metric = "(no measured metric with a tolerance)";
@@ -199,6 +202,11 @@ std::string tolerance_text(const CaseResult& r) {
     if (r.metric == "time_s") return "±" + core::format_seconds(r.tolerance);
     return fmt::format("±{:.3f}", r.tolerance);
 }
+std::string memory_text(const CaseResult& r) {
+    if (!r.memory_judged) return "";
+    return fmt::format("{:.1f}/{:.1f} GiB {}", r.peak_bytes / (1024.0 * 1024 * 1024),
+                       r.capacity_bytes / (1024.0 * 1024 * 1024), r.fits ? "fits" : "OOM");
+}
 std::string mfu_text(const CaseResult& r) {
     if (r.metric == "time_s" || r.metric == "median_rel_error") return "";
     std::string s = fmt::format("{:.1f}%", 100.0 * r.predicted_mfu);
@@ -208,14 +216,15 @@ std::string mfu_text(const CaseResult& r) {
 }  // namespace
 
 std::string format_suite(const std::vector<CaseResult>& results) {
-    std::string out =
-        fmt::format("{:<28} {:<20} {:>11} {:>11} {:>8} {:>7} {:>15}  {:<14} {}\n", "case", "metric",
-                    "predicted", "measured", "error", "tol", "MFU pred/meas", "status", "role");
+    std::string out = fmt::format("{:<28} {:<20} {:>11} {:>11} {:>8} {:>7} {:>15} {:>21}  {:<14} {}\n",
+                                  "case", "metric", "predicted", "measured", "error", "tol", "MFU pred/meas",
+                                  "HBM peak/capacity", "status", "role");
     int passed = 0, failed = 0, expected = 0;
     for (const auto& r : results) {
-        out += fmt::format("{:<28} {:<20} {:>11} {:>11} {:>8} {:>7} {:>15}  {:<14} {}\n", r.id, r.metric,
-                           value_text(r, r.predicted), value_text(r, r.measured), error_text(r),
-                           tolerance_text(r), mfu_text(r), status_name(r.status), role_text(r));
+        out +=
+            fmt::format("{:<28} {:<20} {:>11} {:>11} {:>8} {:>7} {:>15} {:>21}  {:<14} {}\n", r.id, r.metric,
+                        value_text(r, r.predicted), value_text(r, r.measured), error_text(r),
+                        tolerance_text(r), mfu_text(r), memory_text(r), status_name(r.status), role_text(r));
         if (r.status == CaseStatus::expected_miss)
             out += fmt::format("  {:<26} why: {}\n", "", r.expected_miss);
         if (r.status == CaseStatus::pass) ++passed;
@@ -228,9 +237,9 @@ std::string format_suite(const std::vector<CaseResult>& results) {
 
 std::string format_suite_markdown(const std::vector<CaseResult>& results) {
     std::string out =
-        "| case | metric | predicted | measured | error | tolerance | MFU predicted / published | status | "
-        "role | source |\n"
-        "|---|---|---|---|---|---|---|---|---|---|\n";
+        "| case | metric | predicted | measured | error | tolerance | MFU predicted / published | HBM peak / "
+        "capacity | status | role | source |\n"
+        "|---|---|---|---|---|---|---|---|---|---|---|\n";
     std::string reasons;
     for (const auto& r : results) {
         std::string status(status_name(r.status));
@@ -238,10 +247,10 @@ std::string format_suite_markdown(const std::vector<CaseResult>& results) {
             status += " (below)";
             reasons += fmt::format("- **{}**: {}\n", r.id, r.expected_miss);
         }
-        out +=
-            fmt::format("| {} | {} | {} | {}{} | {} | {} | {} | {} | {} | {} |\n", r.id, r.metric,
-                        value_text(r, r.predicted), value_text(r, r.measured), r.derived ? " (derived)" : "",
-                        error_text(r), tolerance_text(r), mfu_text(r), status, role_text(r), r.source);
+        out += fmt::format("| {} | {} | {} | {}{} | {} | {} | {} | {} | {} | {} | {} |\n", r.id, r.metric,
+                           value_text(r, r.predicted), value_text(r, r.measured),
+                           r.derived ? " (derived)" : "", error_text(r), tolerance_text(r), mfu_text(r),
+                           memory_text(r), status, role_text(r), r.source);
     }
     if (!reasons.empty()) out += "\nExpected misses, and what the model lacks:\n\n" + reasons;
     return out;
@@ -259,6 +268,9 @@ std::string format_suite_json(const std::vector<CaseResult>& results) {
                          {"tolerance", r.tolerance},
                          {"predicted_mfu", r.predicted_mfu},
                          {"measured_mfu", r.measured_mfu},
+                         {"fits", r.fits},
+                         {"peak_bytes", r.peak_bytes},
+                         {"capacity_bytes", r.capacity_bytes},
                          {"status", std::string(status_name(r.status))},
                          {"expected_miss", r.expected_miss},
                          {"calibrates", r.calibrates},

@@ -1,9 +1,9 @@
-#include "training_run/run_plan.hpp"
+#include "config/run_plan.hpp"
 
 #include <array>
 #include <utility>
 
-namespace podsim::training_run {
+namespace podsim::config {
 namespace {
 
 template <typename E, std::size_t N>
@@ -81,4 +81,4 @@ std::optional<LengthDistribution> parse_distribution(std::string_view text) {
     return parse(kDistribution, text);
 }
 
-}  // namespace podsim::training_run
+}  // namespace podsim::config
