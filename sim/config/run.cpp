@@ -4,6 +4,7 @@
 
 #include "config/parse.hpp"
 #include "config/schema.hpp"
+#include "config/whole_run_block.hpp"
 #include "config/yaml_reader.hpp"
 #include "network/torus.hpp"
 #include "parallel/sharding_errors.hpp"
@@ -177,6 +178,8 @@ RunSpec parse_run(const YAML::Node& root, const std::string& file, const fs::pat
         spec.calibration = parse_calibration(r.raw("calibration"), file, r.path_of("calibration"), base_dir,
                                              spec.calibration, d);
     }
+    if (r.has("whole_run") && model_ok && training_ok)
+        spec.whole_run = detail::parse_whole_run(r.raw("whole_run"), file, r.path_of("whole_run"), spec, d);
 
     // Semantic checks need every part to be valid first.
     if (model_ok && topology_ok && mesh_ok && training_ok) {

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "core/bounded_file.hpp"
+#include "profile/pt_xla_debug.hpp"
 #include "profile/readers_common.hpp"
 
 // Format detection: which reader a file goes to, by content (after gunzip and untar).
@@ -104,6 +105,8 @@ MeasuredProfile read_profile(const std::string& path) {
         if (bytes.find("\"podStatsSequence\"") != std::string::npos) return read_pod_viewer_profile(path);
         return read_chrome_trace(path, bytes);
     }
+    if (is_pt_xla_debug_log(bytes) && bytes.find("Metric: ") == std::string::npos)
+        return read_pt_xla_debug_log(path, bytes);
     if (bytes.find("Metric: ") != std::string::npos || bytes.find("Counter: ") != std::string::npos) {
         return read_pytorch_xla_metrics(path, bytes);
     }
