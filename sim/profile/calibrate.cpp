@@ -126,6 +126,8 @@ std::string target_name(const Target& t) {
     switch (t.kind) {
         case Target::Kind::step_time:
             return "step_time";
+        case Target::Kind::execution_time:
+            return "execution_time";
         case Target::Kind::all_reduce_fraction:
             return "all_reduce_fraction";
         case Target::Kind::category_time:
