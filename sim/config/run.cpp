@@ -4,6 +4,7 @@
 
 #include "config/parse.hpp"
 #include "config/schema.hpp"
+#include "config/whole_run_block.hpp"
 #include "config/yaml_reader.hpp"
 #include "network/torus.hpp"
 #include "parallel/sharding_errors.hpp"
@@ -136,8 +137,20 @@ RunSpec parse_run(const YAML::Node& root, const std::string& file, const fs::pat
             training.param_dtype = static_cast<core::DType>(*dt);
         if (auto o = t.choice(training_key("training.optimizer")))
             training.optimizer = static_cast<workload::Optimizer>(*o);
-        if (auto m = t.choice(training_key("training.remat")))
+        if (auto m = t.choice(training_key("training.remat"))) {
             training.remat = static_cast<workload::Remat>(*m);
+            if (training.remat == workload::Remat::qkv_proj_offloaded ||
+                training.remat == workload::Remat::minimal_offloaded) {
+                t.error("remat",
+                        fmt::format("'{}' offloads activations to host memory, which podsim does not "
+                                    "model yet; use the policy without offload to bound it",
+                                    workload::remat_name(training.remat)));
+            }
+        }
+        if (auto a = t.choice(training_key("training.attention")))
+            training.attention = workload::kAttentionChoices[*a] == "flash"
+                                     ? workload::Attention::flash
+                                     : workload::Attention::dot_product;
         if (auto dt = t.choice(training_key("training.master_dtype")))
             training.master_dtype = static_cast<core::DType>(*dt);
         training.tensor_sequence =
@@ -155,6 +168,7 @@ RunSpec parse_run(const YAML::Node& root, const std::string& file, const fs::pat
         runtime.prefetch_depth = static_cast<int>(
             rt.integer(runtime_key("runtime.prefetch_depth")).value_or(runtime.prefetch_depth));
         runtime.compile_time = rt.quantity(runtime_key("runtime.compile_time"));
+        runtime.collective_matmul = rt.boolean(runtime_key("runtime.collective_matmul"));
         runtime.recompile_every_step =
             rt.boolean(runtime_key("runtime.recompile_every_step")).value_or(runtime.recompile_every_step);
         if (auto init = rt.choice(runtime_key("runtime.host_init"))) runtime.host_full_init = *init == 0;
@@ -167,6 +181,8 @@ RunSpec parse_run(const YAML::Node& root, const std::string& file, const fs::pat
         spec.calibration = parse_calibration(r.raw("calibration"), file, r.path_of("calibration"), base_dir,
                                              spec.calibration, d);
     }
+    if (r.has("whole_run") && model_ok && training_ok)
+        spec.whole_run = detail::parse_whole_run(r.raw("whole_run"), file, r.path_of("whole_run"), spec, d);
 
     // Semantic checks need every part to be valid first.
     if (model_ok && topology_ok && mesh_ok && training_ok) {

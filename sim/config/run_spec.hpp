@@ -1,8 +1,10 @@
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "config/run_keys.hpp"
+#include "config/run_plan.hpp"
 #include "cost/calibration.hpp"
 #include "hardware/topology_spec.hpp"
 #include "network/mesh_spec.hpp"
@@ -29,6 +31,7 @@ struct RunSpec {
     parallel::RuntimeSpec runtime;
     bool mfu_attention = run_key("report.mfu_attention").boolean_default();
     cost::Calibration calibration = cost::Calibration::defaults();
+    std::optional<RunPlan> whole_run;  // `whole_run:` a run of many steps (training_run module)
 
     bool operator==(const RunSpec&) const = default;
 };

@@ -16,6 +16,7 @@ const std::vector<core::Key>& run_schema() {
         std::vector<core::Key> all(std::begin(kRunKeys), std::end(kRunKeys));
         all.insert(all.end(), std::begin(workload::kTrainingKeys), std::end(workload::kTrainingKeys));
         all.insert(all.end(), std::begin(parallel::kRuntimeKeys), std::end(parallel::kRuntimeKeys));
+        all.insert(all.end(), std::begin(kWholeRunKeys), std::end(kWholeRunKeys));
         return all;
     }();
     return keys;

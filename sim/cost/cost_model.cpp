@@ -50,7 +50,7 @@ OpCost CostModel::cost(const parallel::DeviceOp& op, const parallel::DeviceProgr
     if (op.category == OpCategory::matmul) {
         const double tile = static_cast<double>(std::max(1, c_.topology.chip.mxu_tile));
         out.padded_flops = 2.0 * op.mm_batch * round_up(op.mm_m, kSublaneRows) * round_up(op.mm_n, tile) *
-                           round_up(op.mm_k, tile);
+                           round_up(op.mm_k, tile) * op.flop_scale;
         out.shape_class = matmul_shape_class(op.mm_m, op.mm_n, op.mm_k, c_.topology.chip.mxu_tile);
         out.compute_seconds = out.padded_flops / (peak_flops_ * mxu_efficiency_ *
                                                   c_.calibration.mxu_shape_factor(out.shape_class));

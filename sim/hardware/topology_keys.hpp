@@ -11,9 +11,10 @@ namespace podsim::hardware {
 inline constexpr std::array<std::string_view, 4> kWraparoundNames = {"always", "none", "whole_cubes_of_4",
                                                                      "length_16"};
 
-// Largest slice podsim accepts, in chips: 7x the largest shipped pod (TPU v5p, 8,960 chips); above
-// it the torus graph alone takes gigabytes.
-inline constexpr double kMaxSliceChips = 65536;
+// The most chips one simulated slice may have: 16 times a full TPU v4 pod (4,096 chips) and 7 times a
+// v5p pod (8,960). The torus, its links and every collective's rings grow with it; beyond this a
+// config costs gigabytes and minutes (256x256x256 exhausted memory).
+inline constexpr long kMaxSliceChips = 65'536;
 
 // Every key of podsim.topology/v1 (`podsim explain topology`). Adding a key: one line here (its
 // default, bounds and help live nowhere else), then read it in config/topology.cpp with

@@ -42,6 +42,12 @@ inline constexpr core::Key kRuntimeKeys[] = {
     {.path = "runtime.recompile_every_step",
      .kind = KeyKind::boolean,
      .help = "the graph changes every step, so every step pays the compile time on the host"},
+    {.path = "runtime.collective_matmul",
+     .kind = KeyKind::boolean,
+     .default_note = "jax with async collectives: true, otherwise false",
+     .help =
+         "XLA's collective matmul (async collective fusion): sequence-parallel gathers and reduce-scatters "
+         "run in ring steps under their matmul (docs/model.md)"},
     {.path = "runtime.host_init",
      .kind = KeyKind::choice,
      .choices = kHostInitNames,

@@ -10,7 +10,21 @@ namespace podsim::workload {
 
 // Name tables, in the order of their enums (training_spec.hpp).
 inline constexpr std::array<std::string_view, 4> kOptimizerNames = {"adam", "adamw", "adafactor", "sgd"};
-inline constexpr std::array<std::string_view, 4> kRematNames = {"none", "full", "save_dots", "attention"};
+// Remat: podsim's four, then MaxText's remat_policy names verbatim.
+inline constexpr std::array<std::string_view, 12> kRematNames = {"none",
+                                                                 "full",
+                                                                 "save_dots",
+                                                                 "attention",
+                                                                 "minimal",
+                                                                 "save_dot_except_mlpwi",
+                                                                 "save_dot_except_mlp",
+                                                                 "save_qkv_proj",
+                                                                 "save_dot_with_context_except_mlp",
+                                                                 "minimal_flash",
+                                                                 "qkv_proj_offloaded",
+                                                                 "minimal_offloaded"};
+// MaxText's `attention` values; mha is its older name for dot_product (Attention has two values).
+inline constexpr std::array<std::string_view, 3> kAttentionChoices = {"dot_product", "mha", "flash"};
 
 // Every key of a run config's `training:` block (`podsim explain run`). Adding a key: one line
 // here (its default, bounds and help live nowhere else), then read it in config/run.cpp with
@@ -66,7 +80,17 @@ inline constexpr core::Key kTrainingKeys[] = {
      .kind = KeyKind::choice,
      .choices = kRematNames,
      .default_string = "none",
-     .help = "rematerialisation policy"},
+     .help =
+         "rematerialisation policy; MaxText remat_policy names are accepted verbatim, each the JAX policy "
+         "docs/model.md lists (minimal = checkpoint_dots_with_no_batch_dims)"},
+    {.path = "training.attention",
+     .kind = KeyKind::choice,
+     .choices = kAttentionChoices,
+     .default_string = "dot_product",
+     .help =
+         "attention kernel (MaxText `attention`): dot_product (alias mha) writes the S x S scores to HBM; "
+         "flash (splash attention on TPU, FlashAttention-2 on GPU) keeps them on chip and skips causal "
+         "blocks"},
     {.path = "training.master_dtype",
      .kind = KeyKind::choice,
      .choices = core::kDTypeNames,
