@@ -139,13 +139,6 @@ RunSpec parse_run(const YAML::Node& root, const std::string& file, const fs::pat
             training.optimizer = static_cast<workload::Optimizer>(*o);
         if (auto m = t.choice(training_key("training.remat"))) {
             training.remat = static_cast<workload::Remat>(*m);
-            if (training.remat == workload::Remat::qkv_proj_offloaded ||
-                training.remat == workload::Remat::minimal_offloaded) {
-                t.error("remat",
-                        fmt::format("'{}' offloads activations to host memory, which podsim does not "
-                                    "model yet; use the policy without offload to bound it",
-                                    workload::remat_name(training.remat)));
-            }
         }
         if (auto a = t.choice(training_key("training.attention")))
             training.attention = workload::kAttentionChoices[*a] == "flash"

@@ -76,6 +76,8 @@ hardware::TopologySpec parse_topology(const YAML::Node& node, const std::string&
         t.host.chips_per_host = static_cast<int>(
             host.integer(topology_key("host.chips_per_host")).value_or(t.host.chips_per_host));
         t.host.host_memory = host.quantity(topology_key("host.host_memory")).value_or(0);
+        t.host.transfer_bandwidth_per_chip =
+            host.quantity(topology_key("host.transfer_bandwidth_per_chip")).value_or(0);
     }
     if (r.has("dcn")) {
         MapReader dcn(r.raw("dcn"), file, sub("dcn"), d, keys_under(topology_schema(), "dcn"));

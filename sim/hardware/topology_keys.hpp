@@ -126,6 +126,13 @@ inline constexpr core::Key kTopologyKeys[] = {
      .default_note = "unset",
      .maximum = 1e15,
      .help = "RAM per host"},
+    {.path = "host.transfer_bandwidth_per_chip",
+     .kind = KeyKind::quantity,
+     .dimension = Dimension::bandwidth,
+     .default_note = "unknown",
+     .maximum = 1e14,
+     .help =
+         "HBM <-> host memory per chip and direction (PCIe DMA); what remat offload moves activations at"},
     {.path = "dcn", .kind = KeyKind::mapping, .help = "data-center network between slices"},
     {.path = "dcn.bandwidth_per_chip",
      .kind = KeyKind::quantity,

@@ -35,6 +35,10 @@ struct IciSpec {
 struct HostSpec {
     int chips_per_host = static_cast<int>(topology_key("host.chips_per_host").integer_default());
     double host_memory = 0.0;  // bytes of host RAM per host
+    // Between one chip's HBM and host memory, each direction (PCIe DMA): what remat offload to pinned
+    // host memory moves activations at. 0 = unknown.
+    double transfer_bandwidth_per_chip = 0.0;
+
     bool operator==(const HostSpec&) const = default;
 };
 
