@@ -5,8 +5,12 @@ JOBS        ?= $(shell nproc)
 DEPS        := g++ make cmake libyaml-cpp-dev libeigen3-dev libboost-graph-dev libfmt-dev doctest-dev \
                libcli11-dev nlohmann-json3-dev zlib1g-dev
 SUDO        := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
+# The sanitizer build uses clang so that the same build also holds the libFuzzer targets.
+CLANG_DEPS  := clang-14 libclang-rt-14-dev
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS ?=
 
-.PHONY: all deps build run test bench sanitize format format-check golden validation clean notebooks
+.PHONY: all deps build run test bench asan-configure sanitize fuzz format format-check golden validation clean notebooks
 
 all: build
 
@@ -35,11 +39,23 @@ test: build
 bench: build
 	./$(BUILD)/podsim_bench
 
-# AddressSanitizer + UndefinedBehaviorSanitizer build of everything, tests included.
-sanitize: deps
-	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DPODSIM_SANITIZE=ON
+# AddressSanitizer + UndefinedBehaviorSanitizer build of everything with clang, tests included; the
+# same build holds the libFuzzer targets of tests/fuzz, and CTest replays their seeds and
+# regression inputs.
+asan-configure: deps
+	$(call install_missing,$(CLANG_DEPS))
+	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DPODSIM_SANITIZE=ON -DPODSIM_FUZZ=ON \
+	  -DCMAKE_CXX_COMPILER=clang++-14
+
+sanitize: asan-configure
 	cmake --build $(ASAN_BUILD) -j$(JOBS)
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --test-dir $(ASAN_BUILD) --output-on-failure
+
+# Runs every fuzz target for FUZZ_SECONDS (default 60) under ASan+UBSan; FUZZ_TARGETS picks some.
+# Fails on any crash, sanitizer report, input over 10 s or over 2 GB (see README, Fuzzing).
+fuzz: asan-configure
+	cmake --build $(ASAN_BUILD) -j$(JOBS) --target podsim podsim_fuzz_targets
+	tests/fuzz/run-fuzzers.sh $(ASAN_BUILD) $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 
 FORMAT_FILES = $(shell find sim tests bench -name '*.cpp' -o -name '*.hpp')
 format:

@@ -1,5 +1,8 @@
 #include "cli/commands.hpp"
 
+#include <unistd.h>
+
+#include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -25,7 +28,8 @@ int command_calibrate(const CalibrateCommand& c) {
     }
     for (const auto& pair : c.cases) {
         auto eq = pair.find('=');
-        if (eq == std::string::npos) option_error("--case", fmt::format("'{}' is not CONFIG=PROFILE", pair));
+        if (eq == std::string::npos)
+            option_error("calibrate", "--case", fmt::format("'{}' is not CONFIG=PROFILE", pair));
         run::RunSpec spec = config::load_run_file(pair.substr(0, eq));
         cases.push_back(profile::case_from_profile(pair, spec, pair.substr(eq + 1)));
     }
@@ -43,14 +47,26 @@ int command_calibrate(const CalibrateCommand& c) {
         }
     }
     if (cases.empty())
-        option_error("calibrate",
+        option_error("calibrate", "",
                      "give --profile FILE (with a config), --case CONFIG=PROFILE or --suite DIR");
     std::vector<std::string> params =
         c.params.empty() ? std::vector<std::string>{"mxu_efficiency_jax",  "mxu_efficiency_pytorch_xla",
                                                     "hbm_efficiency",      "op_overhead",
                                                     "ici_link_efficiency", "collective_overhead"}
                          : split(c.params, ',');
-    auto result = profile::calibrate(cases, params, cost::Calibration::defaults());
+    // Progress on stderr: in place on a terminal, otherwise one line per fit (logs stay short).
+    const bool tty = ::isatty(2) == 1;
+    int last_fit = 0;
+    auto progress = [&](const profile::CalibrationProgress& p) {
+        if (tty) {
+            std::fprintf(stderr, "\r%s   ", profile::format_progress(p).c_str());
+        } else if (p.fit != last_fit) {
+            std::fprintf(stderr, "%s\n", profile::format_progress(p).c_str());
+        }
+        last_fit = p.fit;
+    };
+    auto result = profile::calibrate(cases, params, cost::Calibration::defaults(), progress);
+    if (tty) std::fprintf(stderr, "\n");
     std::cout << profile::format_calibration(result);
     if (!c.out.empty()) {
         std::string source = "podsim calibrate on";

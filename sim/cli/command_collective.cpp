@@ -23,8 +23,8 @@ struct CollectiveOptions {
 
 double parse_bytes(const std::string& option, const std::string& text) {
     auto q = core::parse_quantity(text, core::Dimension::bytes);
-    if (!q.ok) option_error(option, q.error);
-    if (q.value <= 0) option_error(option, "must be positive");
+    if (!q.ok) option_error("collective", option, q.error);
+    if (q.value <= 0) option_error("collective", option, "must be positive");
     return q.value;
 }
 
@@ -32,21 +32,25 @@ int command_collective(const CollectiveOptions& o) {
     run::CollectiveRequest request;
     request.topology = config::load_topology(o.topology);
     auto slice = hardware::parse_slice_shape(o.slice);
-    if (!slice) option_error("--slice", fmt::format("'{}' is not a slice shape such as 4x4x4", o.slice));
+    if (!slice)
+        option_error("collective", "--slice",
+                     fmt::format("'{}' is not a slice shape such as 4x4x4", o.slice));
     request.slice = hardware::normalized_slice(request.topology, *slice);
     if (!o.mesh.empty()) {
         auto axes = network::parse_axis_list(o.mesh);
         if (!axes)
-            option_error("--mesh", fmt::format("'{}' is not name=size,... (e.g. fsdp=16,tensor=4)", o.mesh));
+            option_error("collective", "--mesh",
+                         fmt::format("'{}' is not name=size,... (e.g. fsdp=16,tensor=4)", o.mesh));
         request.mesh.ici = *axes;
     }
     if (request.mesh.ici.empty())
         request.mesh.ici.push_back({"all", static_cast<int>(request.slice.chips())});
     auto kind = collectives::parse_collective(o.op);
     if (!kind)
-        option_error("--op", fmt::format("'{}' is not one of all-gather, reduce-scatter, all-reduce, "
-                                         "all-to-all, collective-permute",
-                                         o.op));
+        option_error("collective", "--op",
+                     fmt::format("'{}' is not one of all-gather, reduce-scatter, all-reduce, "
+                                 "all-to-all, collective-permute",
+                                 o.op));
     request.kind = *kind;
     request.axes =
         o.axis.empty() ? std::vector<std::string>{request.mesh.ici.front().name} : split(o.axis, ',');
@@ -55,7 +59,8 @@ int command_collective(const CollectiveOptions& o) {
     std::vector<double> sizes;
     if (!o.sweep.empty()) {
         auto dots = o.sweep.find("..");
-        if (dots == std::string::npos) option_error("--sweep-bytes", "write a range such as 1KiB..4GiB");
+        if (dots == std::string::npos)
+            option_error("collective", "--sweep-bytes", "write a range such as 1KiB..4GiB");
         double lo = parse_bytes("--sweep-bytes", o.sweep.substr(0, dots));
         double hi = parse_bytes("--sweep-bytes", o.sweep.substr(dots + 2));
         for (double b = lo; b <= hi * (1 + 1e-9); b *= 2) sizes.push_back(b);

@@ -36,7 +36,8 @@ int command_sweep(const SweepCommand& c) {
         char slash = 0;
         std::istringstream in(c.shard);
         if (!(in >> k >> slash >> n) || slash != '/' || n < 1 || k < 1 || k > n || !in.eof()) {
-            option_error("--shard", fmt::format("'{}' is not K/N with 1 <= K <= N (e.g. 3/8)", c.shard));
+            option_error("sweep", "--shard",
+                         fmt::format("'{}' is not K/N with 1 <= K <= N (e.g. 3/8)", c.shard));
         }
         options.shard_index = k;
         options.shard_count = n;
@@ -45,7 +46,8 @@ int command_sweep(const SweepCommand& c) {
     std::cout << sweep::format_summary(summary);
     if (!c.out.empty()) std::cout << fmt::format("\nresults: {}/results.csv and results.jsonl\n", c.out);
     if (!c.best_config.empty()) {
-        if (summary.ranked.empty()) option_error("--best-config", "no config was kept: nothing to write");
+        if (summary.ranked.empty())
+            option_error("sweep", "--best-config", "no config was kept: nothing to write");
         std::ofstream out(c.best_config);
         out << "# Best config of sweep " << c.file << " by " << summary.sort_key << " (index "
             << summary.ranked.front().index << ")\n"
@@ -84,7 +86,7 @@ Command add_sweep_command(CLI::App& app) {
     merge->add_option("--out", o->merge_out, "directory for the merged results")->required();
     return {cmd, [o, merge] {
                 if (*merge) return command_sweep_merge(*o);
-                if (o->file.empty()) option_error("sweep", "give a sweep file (configs/sweeps/*.yaml)");
+                if (o->file.empty()) option_error("sweep", "", "give a sweep file (configs/sweeps/*.yaml)");
                 return command_sweep(*o);
             }};
 }

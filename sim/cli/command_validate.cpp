@@ -16,14 +16,15 @@ namespace {
 struct ValidateOptions {
     std::string suite_dir, format = "table", config;
     std::vector<std::string> profiles;
+    int steps = 0;
 };
 
 int command_validate_profile(const std::string& config_path, const std::vector<std::string>& profiles,
-                             const std::string& format) {
+                             const std::string& format, int steps) {
     run::RunSpec spec = config::load_run_file(resolve_config(config_path));
     run::Simulation sim = run::simulate(spec);
     for (const auto& file : profiles) {
-        auto measured = profile::read_profile(file);
+        auto measured = profile::with_steps(profile::read_profile(file), steps);
         auto comparison = profile::compare(sim.report, measured, spec.topology.chip.mxu_tile);
         std::cout << (format == "json" ? profile::comparison_json(comparison)
                                        : profile::format_comparison(comparison));
@@ -61,12 +62,16 @@ Command add_validate_command(CLI::App& app) {
     cmd->add_option("--profile", o->profiles,
                     "measured profile: Chrome trace (.json/.json.gz), .xplane.pb, pod_viewer JSON, HLO op "
                     "stats CSV, PyTorch/XLA metrics report");
+    cmd->add_option("--steps", o->steps,
+                    "steps the profile covers, for profiles without step markers (HLO op stats)")
+        ->check(CLI::PositiveNumber);
     cmd->add_option("--suite", o->suite_dir, "directory of podsim.validation/v1 cases");
     cmd->add_option("--format", o->format, "table, markdown (suite) or json (profile)")
         ->check(CLI::IsMember({"table", "markdown", "json"}));
     return {cmd, [o] {
-                if (!o->profiles.empty()) return command_validate_profile(o->config, o->profiles, o->format);
-                if (o->suite_dir.empty()) option_error("validate", "give --profile FILE or --suite DIR");
+                if (!o->profiles.empty())
+                    return command_validate_profile(o->config, o->profiles, o->format, o->steps);
+                if (o->suite_dir.empty()) option_error("validate", "", "give --profile FILE or --suite DIR");
                 return command_validate(o->suite_dir, o->format);
             }};
 }

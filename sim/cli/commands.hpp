@@ -29,7 +29,8 @@ Command add_calibrate_command(CLI::App& app);
 // The given run config, or configs/default.yaml of the data roots when none is given.
 std::string resolve_config(const std::string& given);
 // A core::UserError about a command-line option.
-[[noreturn]] void option_error(const std::string& option, const std::string& message);
+[[noreturn]] void option_error(const std::string& command, const std::string& option,
+                               const std::string& message);
 // `text` cut at each `separator`, empty pieces dropped.
 std::vector<std::string> split(const std::string& text, char separator);
 

@@ -18,9 +18,10 @@ std::string resolve_config(const std::string& given) {
     return fallback->string();
 }
 
-[[noreturn]] void option_error(const std::string& option, const std::string& message) {
+[[noreturn]] void option_error(const std::string& command, const std::string& option,
+                               const std::string& message) {
     core::Diagnostics d;
-    d.error({"podsim collective", 0, 0}, option, message);
+    d.error({"podsim " + command, 0, 0}, option, message);
     throw core::UserError(d);
 }
 

@@ -235,14 +235,57 @@ SweepPlan SweepPlan::load(const std::string& path) {
             if (ok && length > 0) impl->axes.push_back(std::move(axis));
         }
     }
+    // A value that is wrong whatever the other axes hold (`remat: ful`, `global_batch: -5`) is a
+    // mistake in the sweep file, reported at the value; combinations that do not shard are skipped
+    // rows. Each value is applied alone to the base, and an error the loader attaches to that value
+    // node under the axis's own path is the value's own (errors of combinations are attached to
+    // their section). A mesh is only valid together with its slice, so mesh axes are left to the
+    // rows.
+    if (d.empty()) {
+        const core::SourceLocation inserted = detail::location_of(YAML::Clone(YAML::Node("x")), path);
+        for (const auto& axis : impl->axes) {
+            for (const auto& row : axis.values) {
+                for (std::size_t p = 0; p < axis.paths.size(); ++p) {
+                    if (axis.paths[p].rfind("mesh", 0) == 0) continue;
+                    const YAML::Node& value = row[p];
+                    YAML::Node tree = YAML::Clone(impl->base);
+                    set_path(tree, axis.paths[p], value);
+                    core::Diagnostics alone;
+                    try {
+                        (void)parse_run_node(tree, path, impl->base_dir, alone, impl->cache.get());
+                    } catch (const core::UserError& e) {
+                        alone.append(e.diagnostics());
+                    }
+                    for (const auto& item : alone.items()) {
+                        if (item.key_path == axis.paths[p] && item.location.line == inserted.line &&
+                            item.location.column == inserted.column) {
+                            d.error(detail::location_of(value, path), "axes." + axis.paths[p], item.message);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    bool size_ok = true;
     for (auto& axis : impl->axes) {
         for (const auto& row : axis.values) {
             std::vector<std::string> shown;
             for (const auto& v : row) shown.push_back(flow(v));
             axis.shown.push_back(std::move(shown));
         }
-        impl->size *= axis.values.size();
+        // Checked: 65 axes of two values wrapped the size to 0.
+        if (size_ok && (__builtin_mul_overflow(impl->size, axis.values.size(), &impl->size) ||
+                        impl->size > kMaxSweepConfigs)) {
+            size_ok = false;
+        }
         for (const auto& p : axis.paths) impl->names.push_back(p);
+    }
+    if (!size_ok) {
+        double configs = 1.0;
+        for (const auto& axis : impl->axes) configs *= static_cast<double>(axis.values.size());
+        r.error("axes", fmt::format("the axes multiply to {:.4g} configs; a sweep has at most {} (narrow the "
+                                    "axes, or split the sweep into several files)",
+                                    configs, kMaxSweepConfigs));
     }
     if (r.has("keep")) {
         YAML::Node keep = r.raw("keep");

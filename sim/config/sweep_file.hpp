@@ -9,6 +9,10 @@
 
 namespace podsim::config {
 
+// The most configs one sweep file may expand to: at a few milliseconds per simulation, an hour or so
+// of work on a workstation; larger explorations are several sweeps (or --shard).
+inline constexpr std::size_t kMaxSweepConfigs = 1'000'000;
+
 // A sweep (schema podsim.sweep/v1): a base run config and axes over dotted paths into it, expanded
 // as a cartesian product (zip groups vary together). Instances are built on demand, so a sweep of
 // millions of configs costs no memory up front. Not thread-safe: build instances on one thread.

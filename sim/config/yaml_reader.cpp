@@ -7,6 +7,7 @@
 #include <fstream>
 #include <limits>
 #include <sstream>
+#include <unordered_set>
 
 #include <fmt/format.h>
 
@@ -58,6 +59,25 @@ YAML::Node load_yaml_string(const std::string& text, const std::string& name,
     } catch (const YAML::Exception& e) {
         core::SourceLocation loc{name, e.mark.line >= 0 ? e.mark.line + 1 : 0,
                                  e.mark.column >= 0 ? e.mark.column + 1 : 0};
+        // yaml-cpp reports a tab in the indentation as whatever it makes of the line ("illegal map
+        // value"); the actual mistake is the tab, on this line or one above.
+        int line = 1;
+        std::size_t start = 0;
+        while (start < text.size() && (loc.line == 0 || line <= loc.line)) {
+            std::size_t indent = start;
+            while (indent < text.size() && (text[indent] == ' ' || text[indent] == '\t')) {
+                if (text[indent] == '\t') {
+                    diagnostics.error({name, line, static_cast<int>(indent - start) + 1}, "",
+                                      "a tab in the indentation: YAML indents with spaces only");
+                    return YAML::Node();
+                }
+                ++indent;
+            }
+            const std::size_t end = text.find('\n', start);
+            if (end == std::string::npos) break;
+            start = end + 1;
+            ++line;
+        }
         diagnostics.error(loc, "", "malformed YAML: " + e.msg);
     } catch (const std::exception& e) {
         diagnostics.error({name, 0, 0}, "", std::string("cannot read YAML: ") + e.what());
@@ -88,7 +108,7 @@ MapReader::MapReader(YAML::Node node, std::string file, std::string path, core::
         return;
     }
     ok_ = true;
-    std::vector<std::string> seen;
+    std::unordered_set<std::string> seen;  // a set: a linear search made 100,000 keys take 11 s
     for (auto it = node_.begin(); it != node_.end(); ++it) {
         // A copy: the iterator yields a temporary pair, and a reference into it would dangle.
         YAML::Node key = it->first;
@@ -97,12 +117,11 @@ MapReader::MapReader(YAML::Node node, std::string file, std::string path, core::
             continue;
         }
         const std::string& name = key.Scalar();
-        if (std::find(seen.begin(), seen.end(), name) != seen.end()) {
+        if (!seen.insert(name).second) {
             diagnostics_.error(location_of(key, file_), join_path(path_, name),
                                "key given twice (YAML keeps only one of them)");
             continue;
         }
-        seen.push_back(name);
         if (std::find(allowed_keys.begin(), allowed_keys.end(), name) != allowed_keys.end()) continue;
         std::string message = fmt::format("unknown key '{}'", name);
         if (auto hint = core::closest_match(name, allowed_keys)) {

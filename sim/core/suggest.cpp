@@ -34,6 +34,16 @@ std::optional<std::string> closest_match(std::string_view word, const std::vecto
             best_distance = d;
         }
     }
+    if (best || word.size() < 2) return best;
+    // A name given without its family prefix: `v4` for `tpu-v4`, `2b` for `gpt2-2b`, when only one
+    // candidate ends that way.
+    for (const auto& candidate : candidates) {
+        if (candidate.size() > word.size() && candidate.ends_with(word) &&
+            candidate[candidate.size() - word.size() - 1] == '-') {
+            if (best) return std::nullopt;
+            best = candidate;
+        }
+    }
     return best;
 }
 

@@ -10,7 +10,8 @@ namespace podsim::core {
 // Levenshtein distance (insert, delete, substitute), for "did you mean" hints.
 std::size_t edit_distance(std::string_view a, std::string_view b);
 
-// The candidate closest to `word`, if close enough to be a plausible typo.
+// The candidate closest to `word`, if close enough to be a plausible typo, or else the one candidate
+// that is `word` with a dash-separated prefix (`v4` -> `tpu-v4`).
 std::optional<std::string> closest_match(std::string_view word, const std::vector<std::string>& candidates);
 
 }  // namespace podsim::core

@@ -1,5 +1,6 @@
 #include "parallel/sharding_errors.hpp"
 
+#include <algorithm>
 #include <variant>
 
 #include <fmt/format.h>
@@ -69,6 +70,14 @@ std::vector<ShardingError> sharding_errors(const workload::ModelSpec& m, const w
     if (mesh.ici_size() == slice.chips()) {
         auto mapping = network::map_mesh_axes(topology, slice, mesh);
         if (auto* error = std::get_if<std::string>(&mapping)) errors.push_back({"mesh", *error});
+    }
+    const std::int64_t layer_passes =
+        static_cast<std::int64_t>(m.layers) * static_cast<std::int64_t>(std::max(t.microbatches, 1));
+    if (layer_passes > kMaxLayerPasses) {
+        errors.push_back(
+            {"model.layers", fmt::format("{} layers x {} microbatches = {} layer passes per step; "
+                                         "podsim simulates at most {}",
+                                         m.layers, t.microbatches, layer_passes, kMaxLayerPasses)});
     }
     return errors;
 }

@@ -59,7 +59,10 @@ class Tracker {
   public:
     Tracker(const ProgressCallback& callback, int fits) : callback_(callback) { state_.fits = fits; }
 
-    void simulated(std::size_t n) { state_.simulations += static_cast<long>(n); }
+    void simulated(std::size_t n) {
+        state_.simulations += static_cast<long>(n);
+        report();
+    }
     void begin_fit() {
         ++state_.fit;
         state_.iteration = 0;

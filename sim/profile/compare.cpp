@@ -40,6 +40,16 @@ Comparison compare(const report::RunReport& predicted, const MeasuredProfile& me
     c.predicted_step_s = predicted.step_time_s;
     c.measured_step_s = measured.step_time_s;
     c.notes = measured.notes;
+    const bool tpu_config = predicted.topology.find("tpu") != std::string::npos;
+    if (measured.device == "gpu" && tpu_config) {
+        c.notes.push_back(fmt::format(
+            "warning: a GPU profile ({}) compared with a prediction for {}: categories are matched by op "
+            "name only, and the times are of different hardware",
+            measured.format, predicted.topology));
+    } else if (measured.device == "tpu" && !tpu_config && !predicted.topology.empty()) {
+        c.notes.push_back(fmt::format("warning: a TPU profile ({}) compared with a prediction for {}",
+                                      measured.format, predicted.topology));
+    }
     std::map<std::string, double> pred;
     for (const auto& s : predicted.op_stats) {
         if (s.category != "host") pred[s.category] = s.time_s;

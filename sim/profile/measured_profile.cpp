@@ -79,4 +79,19 @@ std::string classify_op(const std::string& name, const std::string& hint) {
     return "fusion";
 }
 
+MeasuredProfile with_steps(MeasuredProfile p, int steps) {
+    if (steps <= 0 || steps == p.steps) return p;
+    const double scale = static_cast<double>(p.steps) / static_cast<double>(steps);
+    for (auto& [category, seconds] : p.category_s) seconds *= scale;
+    for (auto& [category, count] : p.category_count)
+        count = static_cast<long>(static_cast<double>(count) * scale + 0.5);
+    for (auto& [dim, seconds] : p.matmul_s_by_narrowest_dim) seconds *= scale;
+    p.matmul_unshaped_s *= scale;
+    p.step_time_s *= scale;
+    p.steps = steps;
+    std::erase_if(p.notes,
+                  [](const std::string& note) { return note.find("validate --steps") != std::string::npos; });
+    return p;
+}
+
 }  // namespace podsim::profile

@@ -24,6 +24,7 @@ struct MeasuredOp {
 
 struct MeasuredProfile {
     std::string format;  // chrome-trace, xplane, hlo-op-stats, pod-viewer, pytorch-xla-metrics
+    std::string device;  // "gpu" or "tpu" when the format or its content says; empty when unknown
     std::string file;
     int steps = 1;                               // steps the totals cover
     double step_time_s = 0.0;                    // mean measured step, 0 when the profile has no step markers
@@ -67,6 +68,10 @@ MeasuredProfile read_hlo_op_stats_csv(const std::string& path, const std::string
 MeasuredProfile read_pytorch_xla_metrics(const std::string& path, const std::string& text);
 MeasuredProfile read_nvtx_projection_csv(const std::string& path, const std::string& text);
 MeasuredProfile read_chakra_et(const std::string& path, const std::string& bytes);
+
+// The same profile with its totals spread over `steps` steps instead of the ones it reports (for
+// formats without step markers, such as HLO op stats: `validate --steps N`).
+MeasuredProfile with_steps(MeasuredProfile profile, int steps);
 
 // Raw bytes of a file, gunzipped when it is gzip; throws core::UserError when unreadable.
 std::string read_file_bytes(const std::string& path);

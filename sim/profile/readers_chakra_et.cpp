@@ -89,6 +89,7 @@ MeasuredProfile read_chakra_et(const std::string& path, const std::string& data)
     if (ops.empty()) profile_error(path, 0, "no GPU nodes with durations: not a Chakra execution trace");
     MeasuredProfile p;
     p.format = "chakra-et";
+    p.device = "gpu";
     p.file = path;
     p.notes.push_back("Chakra traces have durations but no timeline: the step time is the sum of GPU work");
     return finish(std::move(p), ops, busy, busy);

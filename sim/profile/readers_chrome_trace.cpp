@@ -12,13 +12,9 @@
 
 namespace podsim::profile {
 
-MeasuredProfile read_chrome_trace(const std::string& path, const std::string& text) {
-    nlohmann::json j;
-    try {
-        j = nlohmann::json::parse(text);
-    } catch (const nlohmann::json::parse_error& e) {
-        profile_error(path, e.byte, fmt::format("not valid JSON: {}", e.what()));
-    }
+namespace {
+
+MeasuredProfile read_events(const std::string& path, nlohmann::json& j) {
     const nlohmann::json* events = nullptr;
     if (j.is_array()) {
         events = &j;
@@ -33,8 +29,15 @@ MeasuredProfile read_chrome_trace(const std::string& path, const std::string& te
     // Names of processes and threads, to find device tracks.
     std::map<std::int64_t, std::string> process;
     std::map<std::pair<std::int64_t, std::int64_t>, std::string> thread;
-    auto id = [](const nlohmann::json& v) -> std::int64_t {
-        if (v.is_number()) return v.get<std::int64_t>();
+    auto id = [&](const nlohmann::json& v) -> std::int64_t {
+        if (v.is_number_integer()) return v.get<std::int64_t>();
+        if (v.is_number_float()) {
+            // A double outside int64 cannot be converted (undefined behaviour); no profiler writes one.
+            const double d = v.get<double>();
+            if (!(d > -9.2e18 && d < 9.2e18))
+                profile_error(path, 0, fmt::format("pid or tid {} is not an id (out of the int64 range)", d));
+            return static_cast<std::int64_t>(d);
+        }
         if (v.is_string())
             return static_cast<std::int64_t>(std::hash<std::string>{}(v.get<std::string>()) >> 1);
         return 0;
@@ -86,10 +89,13 @@ MeasuredProfile read_chrome_trace(const std::string& path, const std::string& te
             category = cat;  // podsim's own --trace
         } else if (cat == "kernel") {
             category = classify_op(name);
+            p.device = "gpu";
         } else if (cat == "gpu_memcpy" || cat == "gpu_memset") {
             category = "copy";
+            p.device = "gpu";
         } else if (tpu_trace && pid == device_pid && thread_name == "XLA Ops") {
             category = classify_op(name);
+            p.device = "tpu";
         } else if (tpu_trace && pid == device_pid && thread_name == "XLA Modules") {
             step_durations.push_back(dur);
             first = std::min(first, ts);
@@ -144,6 +150,26 @@ MeasuredProfile read_chrome_trace(const std::string& path, const std::string& te
     }
     p.steps = 1;
     return finish(std::move(p), ops, union_length(device), last - first);
+}
+
+}  // namespace
+
+MeasuredProfile read_chrome_trace(const std::string& path, const std::string& text) {
+    nlohmann::json j;
+    try {
+        j = nlohmann::json::parse(text);
+    } catch (const nlohmann::json::parse_error& e) {
+        profile_error(path, e.byte, fmt::format("not valid JSON: {}", e.what()));
+    } catch (const nlohmann::json::exception& e) {
+        // out_of_range.406: a number such as 1e400 that no double holds.
+        profile_error(path, 0, fmt::format("not readable JSON: {}", e.what()));
+    }
+    try {
+        return read_events(path, j);
+    } catch (const nlohmann::json::exception& e) {
+        // A field of an unexpected type, such as "ph": 1.
+        profile_error(path, 0, fmt::format("not a Chrome trace: {}", e.what()));
+    }
 }
 
 }  // namespace podsim::profile

@@ -6,10 +6,12 @@
 #include <cctype>
 #include <fstream>
 #include <optional>
+#include <string_view>
 
 #include <fmt/format.h>
 
 #include "core/bounded_file.hpp"
+#include "core/diagnostics.hpp"
 #include "profile/pt_xla_debug.hpp"
 #include "profile/readers_common.hpp"
 
@@ -117,7 +119,35 @@ MeasuredProfile read_profile(const std::string& path) {
     for (char& c : head) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     auto has = [&head](const char* needle) { return head.find(needle) != std::string::npos; };
     if (has("operation") && has("self") && has(",")) return read_hlo_op_stats_csv(path, bytes);
-    return read_xplane(path, bytes);
+    // Left: XProf's binary protobuf. Text is none of the formats; say what was found.
+    const std::string_view start = std::string_view(bytes).substr(first, 512);
+    const bool text = std::all_of(start.begin(), start.end(), [](char c) {
+        const auto u = static_cast<unsigned char>(c);
+        return u >= 0x20 || c == '\n' || c == '\r' || c == '\t';
+    });
+    if (text) {
+        const std::string line = std::string(start.substr(0, start.find_first_of("\r\n")));
+        const std::string shown = line.size() > 60 ? line.substr(0, 57) + "..." : line;
+        std::string found = fmt::format("text starting '{}'", shown);
+        if (line.rfind("HloModule", 0) == 0)
+            found = "an HLO module's text (compiler output, not a measurement)";
+        profile_error(
+            path, first,
+            fmt::format("not a profile format podsim reads: found {}; expected a Chrome trace (JSON), "
+                        "an XProf .xplane.pb or pod_viewer JSON, an HLO op stats CSV (header with "
+                        "Operation and Self time), a PyTorch/XLA metrics report (Metric: lines), an "
+                        "NVTX projection CSV or a Chakra .et",
+                        found));
+    }
+    try {
+        return read_xplane(path, bytes);
+    } catch (const core::UserError& e) {
+        const auto& item = e.diagnostics().items().front();
+        profile_error(path, 0,
+                      fmt::format("binary data that is no format podsim reads (the only binary one, an XProf "
+                                  ".xplane.pb, did not parse: {})",
+                                  item.message));
+    }
 }
 
 }  // namespace podsim::profile

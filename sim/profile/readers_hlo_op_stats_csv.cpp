@@ -40,6 +40,7 @@ MeasuredProfile read_hlo_op_stats_csv(const std::string& path, const std::string
     }
     MeasuredProfile p;
     p.format = "hlo-op-stats";
+    p.device = "tpu";
     p.file = path;
     std::map<std::string, MeasuredOp> ops;
     double busy = 0.0;
@@ -73,7 +74,9 @@ MeasuredProfile read_hlo_op_stats_csv(const std::string& path, const std::string
     }
     if (ops.empty()) profile_error(path, 0, "no rows");
     p.steps = 1;
-    p.notes.push_back("HLO op stats hold totals over the profiled steps; give --steps to compare per step");
+    p.notes.push_back(
+        "HLO op stats hold totals over the profiled steps and are compared as one step; give the number "
+        "of steps with `podsim validate --steps N` to compare per step");
     return finish(std::move(p), ops, busy, busy);
 }
 

@@ -51,6 +51,7 @@ MeasuredProfile read_nvtx_projection_csv(const std::string& path, const std::str
                       "no TSL:Thunk ranges with hlo_op=: not an NVTX GPU projection of an XLA program");
     MeasuredProfile p;
     p.format = "nvtx-gpu-projection";
+    p.device = "gpu";
     p.file = path;
     std::vector<Interval> steps;
     double longest = 0.0;

@@ -7,6 +7,7 @@ MeasuredProfile read_pod_viewer_profile(const std::string& path) {
     PodViewer pv = read_pod_viewer(path);
     MeasuredProfile p;
     p.format = "pod-viewer";
+    p.device = "tpu";
     p.file = path;
     p.steps = 1;
     for (const auto& ar : pv.all_reduces) {

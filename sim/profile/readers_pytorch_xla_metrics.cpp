@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
+#include <cmath>
 #include <map>
+#include <optional>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -10,6 +13,20 @@
 #include "profile/readers_common.hpp"
 
 namespace podsim::profile {
+namespace {
+
+// The whole of `s` as a finite number, or nullopt (std::stod threw on "x" and "1e400").
+std::optional<double> finite_number(const std::string& s) {
+    double value = 0.0;
+    auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
+    if (ec != std::errc() || ptr != s.data() + s.size() || !std::isfinite(value)) return std::nullopt;
+    return value;
+}
+
+// Sample counts become int step counts: above this they are not a count any run produced.
+constexpr double kMaxSamples = 1e9;
+
+}  // namespace
 
 MeasuredProfile read_pytorch_xla_metrics(const std::string& path, const std::string& text) {
     // torch_xla.debug.metrics.metrics_report(): "Metric: NAME" blocks with TotalSamples and
@@ -20,6 +37,7 @@ MeasuredProfile read_pytorch_xla_metrics(const std::string& path, const std::str
     std::istringstream in(text);
     std::string line, metric;
     std::map<std::string, double> samples, accumulated, counters;
+    std::size_t line_offset = 0, next_offset = 0;
     auto parse_duration = [&](const std::string& s) {
         // "01m02s234ms567.890us", "123ms456.789us", "2.34s": sum the parts.
         double total = 0.0;
@@ -28,7 +46,10 @@ MeasuredProfile read_pytorch_xla_metrics(const std::string& path, const std::str
             std::size_t j = i;
             while (j < s.size() && (std::isdigit(static_cast<unsigned char>(s[j])) || s[j] == '.')) ++j;
             if (j == i) break;
-            double v = std::stod(s.substr(i, j - i));
+            auto number = finite_number(s.substr(i, j - i));
+            if (!number)
+                profile_error(path, line_offset, fmt::format("Accumulator '{}' is not a duration", s));
+            double v = *number;
             std::size_t k = j;
             while (k < s.size() && std::isalpha(static_cast<unsigned char>(s[k]))) ++k;
             std::string unit = s.substr(j, k - j);
@@ -49,6 +70,8 @@ MeasuredProfile read_pytorch_xla_metrics(const std::string& path, const std::str
         return total;
     };
     while (std::getline(in, line)) {
+        line_offset = next_offset;
+        next_offset += line.size() + 1;
         auto trim = [](std::string s) {
             s.erase(0, s.find_first_not_of(" \t"));
             s.erase(s.find_last_not_of(" \t\r") + 1);
@@ -60,14 +83,17 @@ MeasuredProfile read_pytorch_xla_metrics(const std::string& path, const std::str
         } else if (line.rfind("Counter: ", 0) == 0) {
             metric = "counter:" + line.substr(9);
         } else if (line.rfind("TotalSamples: ", 0) == 0) {
-            samples[metric] = std::stod(line.substr(14));
+            auto count = finite_number(line.substr(14));
+            if (!count || *count < 0 || *count > kMaxSamples) {
+                profile_error(
+                    path, line_offset,
+                    fmt::format("'{}' is not a sample count (a whole number up to {:g})", line, kMaxSamples));
+            }
+            samples[metric] = *count;
         } else if (line.rfind("Accumulator: ", 0) == 0) {
             accumulated[metric] = parse_duration(line.substr(13));
         } else if (line.rfind("Value: ", 0) == 0) {
-            try {
-                counters[metric] = std::stod(line.substr(7));
-            } catch (const std::exception&) {
-            }
+            if (auto value = finite_number(line.substr(7))) counters[metric] = *value;
         }
     }
     if (!samples.count("ExecuteTime") && !samples.count("CompileTime")) {

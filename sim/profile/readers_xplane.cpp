@@ -59,6 +59,7 @@ struct XEventMeta {
 MeasuredProfile read_xplane(const std::string& path, const std::string& data) {
     MeasuredProfile p;
     p.format = "xplane";
+    p.device = "tpu";
     p.file = path;
     Wire space(path, data, 0, data.size());
     bool any_plane = false;

@@ -63,11 +63,17 @@ std::string format_table(const RunReport& r) {
     line("collective buffers", format_bytes(m.collective_buffers_bytes));
     line("temporaries", format_bytes(m.temporaries_bytes));
     if (!m.peak_op.empty()) line("peak reached during", m.peak_op);
+    // Without the host's memory in the topology there is nothing to check against: say so.
+    const bool host_known = r.host_capacity_bytes > 0;
     line("host RAM at model creation",
          fmt::format("{} per host of {} ({} process{}, {} init) -> {}", format_bytes(r.host_peak_bytes),
-                     r.host_capacity_bytes > 0 ? format_bytes(r.host_capacity_bytes) : std::string("?"),
+                     host_known ? format_bytes(r.host_capacity_bytes)
+                                : fmt::format("unknown capacity ({} gives no host.host_memory)", r.topology),
                      r.host_processes, r.host_processes == 1 ? "" : "es",
-                     r.host_full_model ? "full" : "sharded", r.host_fits ? "fits" : "DOES NOT FIT"));
+                     r.host_full_model ? "full" : "sharded",
+                     !host_known   ? "not checked"
+                     : r.host_fits ? "fits"
+                                   : "DOES NOT FIT"));
     line("compile time", fmt::format("{}{}", format_seconds(r.compile_time_s),
                                      r.recompile_every_step ? "  (recompiled every step: in the host time)"
                                                             : "  (once, not in the step)"));
@@ -130,11 +136,13 @@ std::string format_json(const RunReport& r) {
                    {"temporaries_bytes", m.temporaries_bytes},
                    {"peak_op", m.peak_op},
                    {"peak_time_s", m.peak_time_s}};
-    j["host_memory"] = {{"peak_bytes_per_host", r.host_peak_bytes},
-                        {"capacity_bytes", r.host_capacity_bytes},
-                        {"fits", r.host_fits},
-                        {"processes_per_host", r.host_processes},
-                        {"init", r.host_full_model ? "full" : "sharded"}};
+    j["host_memory"] = {
+        {"peak_bytes_per_host", r.host_peak_bytes},
+        {"capacity_bytes",
+         r.host_capacity_bytes > 0 ? nlohmann::json(r.host_capacity_bytes) : nlohmann::json(nullptr)},
+        {"fits", r.host_capacity_bytes > 0 ? nlohmann::json(r.host_fits) : nlohmann::json(nullptr)},
+        {"processes_per_host", r.host_processes},
+        {"init", r.host_full_model ? "full" : "sharded"}};
     j["compile_time_s"] = r.compile_time_s;
     j["fsdp_prefetch"] = {{"depth", r.prefetch_depth}, {"limited_by_memory", r.prefetch_limited_by_memory}};
     j["recompile_every_step"] = r.recompile_every_step;

@@ -17,22 +17,8 @@
 namespace podsim::run {
 
 std::vector<SemanticError> semantic_errors(const RunSpec& spec) {
-    auto errors = parallel::sharding_errors(spec.model, spec.training, spec.topology, spec.slice, spec.slices,
-                                            spec.mesh);
-    // Each layer of each microbatch becomes some 30 ops and their dependencies in the program,
-    // the timeline and the memory profile (about 30 KB and 0.1 ms per layer pass): 100,000 layers
-    // took 3 GB and 13 s, a million 18 GB. The bound keeps every run under a few seconds and a
-    // gigabyte; the largest published models have about 120 layers.
-    const std::int64_t layer_passes = static_cast<std::int64_t>(spec.model.layers) *
-                                      static_cast<std::int64_t>(std::max(spec.training.microbatches, 1));
-    if (layer_passes > kMaxLayerPasses) {
-        errors.push_back(
-            {"model.layers",
-             fmt::format("{} layers x {} microbatches = {} layer passes per step; podsim "
-                         "simulates at most {}",
-                         spec.model.layers, spec.training.microbatches, layer_passes, kMaxLayerPasses)});
-    }
-    return errors;
+    return parallel::sharding_errors(spec.model, spec.training, spec.topology, spec.slice, spec.slices,
+                                     spec.mesh);
 }
 
 namespace {

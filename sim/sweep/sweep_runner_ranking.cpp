@@ -1,8 +1,10 @@
 #include "sweep/sweep_runner_ranking.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "core/diagnostics.hpp"
+#include "core/suggest.hpp"
 
 namespace podsim::sweep {
 
@@ -14,7 +16,9 @@ Ranking make_ranking(const config::SweepPlan& plan, std::size_t top) {
         std::string error;
         auto e = Expression::parse(k.text, row_fields(), error);
         if (!e) {
-            d.error(k.location, "keep", fmt::format("'{}': {}", k.text, error));
+            // A long expression is shown by its start: the position is in the location.
+            const std::string shown = k.text.size() > 60 ? k.text.substr(0, 57) + "..." : k.text;
+            d.error(k.location, "keep", fmt::format("'{}': {}", shown, error));
         } else {
             ranking.keep.push_back(*e);
         }
@@ -23,11 +27,12 @@ Ranking make_ranking(const config::SweepPlan& plan, std::size_t top) {
     ranking.descending = !key.empty() && key[0] == '-';
     if (!key.empty() && (key[0] == '-' || key[0] == '+')) key = key.substr(1);
     if (!row_field(Row{}, key)) {
-        d.error(
-            plan.sort().location, "sort",
-            fmt::format("'{}' is not a report field (one of step_time_s, mfu, hfu, tokens_per_s, peak_bytes, "
-                        "chips, ...); prefix '-' for descending",
-                        plan.sort().text));
+        std::string hint;
+        if (auto match = core::closest_match(key, row_fields()))
+            hint = fmt::format(" (did you mean '{}{}'?)", ranking.descending ? "-" : "", *match);
+        d.error(plan.sort().location, "sort",
+                fmt::format("'{}' is not a report field{}: one of {}; prefix '-' for descending",
+                            plan.sort().text, hint, fmt::join(row_fields(), ", ")));
     }
     ranking.sort_field = key;
     ranking.summary.sort_key = plan.sort().text;

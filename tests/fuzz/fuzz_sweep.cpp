@@ -7,18 +7,28 @@
 #include "config/sweep_file.hpp"
 #include "sweep/sweep_runner.hpp"
 
+namespace fs = std::filesystem;
+
+// The sweep is written to SCRATCH/configs/sweeps/sweep.yaml beside copies of the shipped configs,
+// so that `base: ../gpt2-2b-fsdp-v4-8.yaml` (configs/sweeps/) and `base: default.yaml` (the fuzz
+// findings) both resolve.
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
     podsim::fuzz::use_source_tree();
-    // `base: default.yaml`, as in the shipped sweeps and the fuzz findings.
-    std::filesystem::copy_file(std::filesystem::path(PODSIM_SOURCE_DIR) / "configs" / "default.yaml",
-                               podsim::fuzz::scratch_dir() / "default.yaml",
-                               std::filesystem::copy_options::overwrite_existing);
+    const fs::path configs = fs::path(PODSIM_SOURCE_DIR) / "configs";
+    const fs::path sweeps = podsim::fuzz::scratch_dir() / "configs" / "sweeps";
+    fs::create_directories(sweeps);
+    for (const auto& entry : fs::directory_iterator(configs)) {
+        if (entry.path().extension() == ".yaml")
+            fs::copy_file(entry.path(), sweeps.parent_path() / entry.path().filename(),
+                          fs::copy_options::overwrite_existing);
+    }
+    fs::copy_file(configs / "default.yaml", sweeps / "default.yaml", fs::copy_options::overwrite_existing);
     return 0;
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     using namespace podsim;
-    const std::string path = fuzz::write_input("sweep.yaml", data, size);
+    const std::string path = fuzz::write_input("configs/sweeps/sweep.yaml", data, size);
     fuzz::expect_result_or_user_error([&] {
         config::SweepPlan plan = config::SweepPlan::load(path);
         const std::size_t shown = std::min<std::size_t>(plan.size(), 3);

@@ -9,7 +9,9 @@
 #include <fstream>
 #include <string>
 
+#include "config/load.hpp"
 #include "core/bounded_file.hpp"
+#include "core/diagnostics.hpp"
 #include "core/engine.hpp"
 #include "core/quantity.hpp"
 #include "core/time.hpp"
@@ -115,4 +117,54 @@ TEST_CASE("quantities that overflow once converted to base units are rejected") 
           "'1e300 TB/s' is out of range: it is not a finite number once converted to bytes per second");
     CHECK_FALSE(core::parse_quantity("1e300 TiB", core::Dimension::bytes).ok);
     CHECK(core::parse_quantity("1e300 B", core::Dimension::bytes).ok);
+}
+
+namespace {
+
+std::string config_error(const std::string& yaml) {
+    try {
+        (void)config::load_run_text(yaml, "t.yaml", std::string(PODSIM_SOURCE_DIR) + "/configs");
+    } catch (const core::UserError& e) {
+        return e.what();
+    }
+    return "";
+}
+
+}  // namespace
+
+TEST_CASE("size limits: chips per slice and layer passes per step") {
+    // 256x256x256 exhausted memory; 65536x65536 divided by zero while filling `auto`.
+    const std::string topology =
+        "topology: {schema: podsim.topology/v1, name: big, chip: {peak_flops: {bf16: 275 TFLOP/s}, "
+        "hbm_capacity: "
+        "32 GiB, hbm_bandwidth: 1200 GB/s}, ici: {dims: 2, link_bandwidth: 45 GB/s, hop_latency: 1 us, "
+        "max_slice: "
+        "65536x65536}}\n";
+    auto error = config_error(
+        "schema: podsim.run/v1\nmodel: gpt2-small\n" + topology +
+        "slice: 65536x65536\nmesh: {data: auto}\ntraining: {global_batch: 1024, seq_len: 1024}\n");
+    CHECK(error.find(
+              "slice 65536x65536 has 4294967296 chips; podsim simulates at most 65536 chips per slice") !=
+          std::string::npos);
+    // 100,000 layers took 3 GB and 13 s.
+    error = config_error(
+        "schema: podsim.run/v1\nmodel: {schema: podsim.model/v1, name: deep, family: gpt2, layers: 30000, "
+        "d_model: "
+        "256, heads: 4, vocab: 1000, max_positions: 128}\ntopology: tpu-v4\nslice: 2x2x1\nmesh: {fsdp: 4}\n"
+        "training: {global_batch: 8, seq_len: 128}\n");
+    CHECK(error.find("model.layers: 30000 layers x 1 microbatches = 30000 layer passes per step; podsim "
+                     "simulates at most 20000") != std::string::npos);
+}
+
+TEST_CASE("config mistakes that read badly: a tab, a topology without its prefix") {
+    auto tab = config_error(
+        "schema: podsim.run/v1\nmodel: gpt2-small\ntopology: tpu-v4\nslice: 2x2x1\n"
+        "training:\n\tglobal_batch: 8\n");
+    CHECK(tab.find("t.yaml:6:1: error: a tab in the indentation: YAML indents with spaces only") !=
+          std::string::npos);
+    auto v4 = config_error(
+        "schema: podsim.run/v1\nmodel: gpt2-small\ntopology: v4\nslice: 2x2x1\nmesh: {fsdp: 4}\n"
+        "training: {global_batch: 8, seq_len: 128}\n");
+    CHECK(v4.find("unknown topology 'v4': no topologies/v4.yaml (did you mean 'tpu-v4'?)") !=
+          std::string::npos);
 }
