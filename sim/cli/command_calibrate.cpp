@@ -8,6 +8,7 @@
 
 #include "config/load.hpp"
 #include "profile/calibrate.hpp"
+#include "profile/whole_run_suite.hpp"
 
 namespace podsim::cli {
 namespace {
@@ -32,6 +33,7 @@ int command_calibrate(const CalibrateCommand& c) {
     if (!c.suite.empty()) {
         for (const auto& v : config::load_validation_suite(c.suite)) {
             profile::CalibrationCase cc{v.id, v.run, {}};
+            if (v.run.whole_run) cc.targets = profile::whole_run_targets(v);
             if (v.measured.count("step_time_s")) {
                 cc.targets.push_back({profile::Target::Kind::step_time, "", v.measured.at("step_time_s")});
             }

@@ -22,6 +22,36 @@ double counted_per_step(const training_run::WholeRun& w, const config::Validatio
 
 }  // namespace
 
+std::optional<double> whole_run_quantity(const training_run::WholeRun& w, std::string_view name) {
+    const double steps = static_cast<double>(std::max<std::size_t>(1, w.steps.size()));
+    if (name == "run_time_s") return w.run_time_s;
+    if (name == "steady_train_step_s") return w.steady_train_step_s;
+    if (name == "steady_eval_step_s") return w.steady_eval_step_s;
+    if (name == "steady_gap_s") return w.steady_gap_s;
+    if (name == "mean_step_s") return w.run_time_s / steps;
+    if (name.rfind("mean:", 0) == 0 || name == "time_without_device_s") {
+        auto metric = [&](const std::string& m) {
+            auto it = w.metrics.find(m);
+            return it == w.metrics.end() ? training_run::Metric{} : it->second;
+        };
+        if (name == "time_without_device_s") return (w.run_time_s - metric("ExecuteTime").total_s) / steps;
+        const auto m = metric(std::string(name.substr(5)));
+        return m.count > 0 ? m.total_s / static_cast<double>(m.count) : 0.0;
+    }
+    return std::nullopt;
+}
+
+std::vector<Target> whole_run_targets(const config::ValidationCase& c) {
+    std::vector<Target> targets;
+    for (const auto& [name, measured] : c.measured) {
+        if (!c.tolerance.count(name + "_rel") && !c.tolerance.count(name + "_abs")) continue;
+        if (name == "run_time_s" || name == "steady_train_step_s" || name == "steady_eval_step_s" ||
+            name == "steady_gap_s")
+            targets.push_back({Target::Kind::whole_run, name, measured});
+    }
+    return targets;
+}
+
 std::vector<CaseResult> evaluate_whole_run_case(const config::ValidationCase& c) {
     const training_run::WholeRun w = training_run::simulate_whole_run(c.run, *c.run.whole_run);
     std::vector<CaseResult> results;
@@ -29,14 +59,8 @@ std::vector<CaseResult> evaluate_whole_run_case(const config::ValidationCase& c)
         const auto rel = c.tolerance.find(name + "_rel"), abs = c.tolerance.find(name + "_abs");
         if (rel == c.tolerance.end() && abs == c.tolerance.end()) continue;  // context, not judged
         double predicted = 0.0;
-        if (name == "run_time_s") {
-            predicted = w.run_time_s;
-        } else if (name == "steady_train_step_s") {
-            predicted = w.steady_train_step_s;
-        } else if (name == "steady_eval_step_s") {
-            predicted = w.steady_eval_step_s;
-        } else if (name == "steady_gap_s") {
-            predicted = w.steady_gap_s;
+        if (auto q = whole_run_quantity(w, name)) {
+            predicted = *q;
         } else if (name == "compiles_per_step") {
             predicted = counted_per_step(w, c, true);
         } else if (name == "transfers_from_device_per_step") {

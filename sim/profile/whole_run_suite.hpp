@@ -1,9 +1,13 @@
 #pragma once
 
+#include <optional>
+#include <string_view>
 #include <vector>
 
 #include "config/load.hpp"
+#include "profile/calibrate.hpp"
 #include "profile/suite.hpp"
+#include "training_run/whole_run.hpp"
 
 namespace podsim::profile {
 
@@ -13,5 +17,13 @@ namespace podsim::profile {
 // measured `steps`, as PyTorch/XLA counts them), throughput_gain_vs_<overlap> (the steady step
 // with whole_run.overlap set to <overlap>, over this run's).
 std::vector<CaseResult> evaluate_whole_run_case(const config::ValidationCase& c);
+
+// A time quantity of a whole run by name: run_time_s, steady_train_step_s, steady_eval_step_s,
+// steady_gap_s, mean_step_s (over the run), time_without_device_s (per step, as a trace reader
+// measures it), mean:<Metric> (a PyTorch/XLA metric's mean per sample). Nothing for other names.
+std::optional<double> whole_run_quantity(const training_run::WholeRun& w, std::string_view name);
+
+// The calibration targets of a whole-run case: its measured time quantities.
+std::vector<Target> whole_run_targets(const config::ValidationCase& c);
 
 }  // namespace podsim::profile
