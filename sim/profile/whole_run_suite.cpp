@@ -41,6 +41,18 @@ std::optional<double> whole_run_quantity(const training_run::WholeRun& w, std::s
     return std::nullopt;
 }
 
+bool is_whole_run_parameter(std::string_view name) {
+    for (std::string_view p :
+         {"trace_per_op_pytorch_xla", "hash_per_op_pytorch_xla", "post_order_per_op_pytorch_xla",
+          "fetch_per_tensor_pytorch_xla", "launch_per_execution_pytorch_xla", "trace_per_op_jax",
+          "dispatch_per_executable_jax", "dispatch_per_argument_jax", "transfer_latency", "transfer_per_mib",
+          "cache_load_per_op", "cpu_op_time", "compile_time_base", "compile_time_per_op", "host_overhead_jax",
+          "host_overhead_pytorch_xla"}) {
+        if (p == name) return true;
+    }
+    return false;
+}
+
 std::vector<Target> whole_run_targets(const config::ValidationCase& c) {
     std::vector<Target> targets;
     for (const auto& [name, measured] : c.measured) {

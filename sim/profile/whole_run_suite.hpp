@@ -23,6 +23,9 @@ std::vector<CaseResult> evaluate_whole_run_case(const config::ValidationCase& c)
 // measures it), mean:<Metric> (a PyTorch/XLA metric's mean per sample). Nothing for other names.
 std::optional<double> whole_run_quantity(const training_run::WholeRun& w, std::string_view name);
 
+// Parameters a whole run depends on beyond the single step: host work, transfers, compilation.
+bool is_whole_run_parameter(std::string_view name);
+
 // The calibration targets of a whole-run case: its measured time quantities.
 std::vector<Target> whole_run_targets(const config::ValidationCase& c);
 
