@@ -166,6 +166,7 @@ RunSpec parse_run(const YAML::Node& root, const std::string& file, const fs::pat
         spec.runtime.prefetch_depth = static_cast<int>(rt.integer("prefetch_depth", false, 0).value_or(1));
         spec.runtime.compile_time = rt.quantity("compile_time", Dimension::time, false);
         spec.runtime.recompile_every_step = rt.boolean("recompile_every_step").value_or(false);
+        spec.runtime.collective_matmul = rt.boolean("collective_matmul");
         if (auto init = rt.choice("host_init", {"full", "sharded"}, false))
             spec.runtime.host_full_init = *init == 0;
     }

@@ -63,6 +63,9 @@ const std::vector<KeyDoc>& run_schema() {
          "XLA compile time, reported apart from the step"},
         {"runtime.recompile_every_step", "bool", "false",
          "the graph changes every step, so every step pays the compile time on the host"},
+        {"runtime.collective_matmul", "bool", "jax with async collectives: true, otherwise false",
+         "XLA's collective matmul (async collective fusion): sequence-parallel gathers and reduce-scatters "
+         "run in ring steps under their matmul (docs/model.md)"},
         {"runtime.host_init", "enum full|sharded", "pytorch-xla: full, jax: sharded",
          "full: every process builds the whole model in host RAM before sharding; sharded: deferred init"},
         {"runtime.prefetch_depth", "int", "1",

@@ -154,7 +154,8 @@ std::string comparison_json(const Comparison& c) {
     j["categories"] = rows(c.categories, "category");
     j["matmul_shapes"] = rows(c.matmul_shapes, "shape");
     j["notes"] = c.notes;
-    return j.dump(2) + "\n";
+    // Names and ids come from user files: invalid UTF-8 becomes U+FFFD rather than an exception.
+    return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 }  // namespace podsim::profile

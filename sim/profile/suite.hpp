@@ -39,7 +39,15 @@ struct CaseResult {
     // Calibration parameters fitted on this case (their documented source names it): the case then
     // checks consistency, not prediction. Empty for a held-out case.
     std::vector<std::string> calibrates;
+    // The case predicted with every parameter it calibrates re-fitted on the other cases that
+    // calibrate it (relative error, unsigned); for a held-out case its own error. Negative when
+    // the case is the only one fitting a parameter.
+    double left_out_error = -1.0;
 };
+
+// Median of the left-out errors of the end-to-end step-time cases (each case predicted without
+// itself in any fit); negative when there is none.
+double left_out_median(const std::vector<CaseResult>& results);
 
 std::vector<CaseResult> evaluate_suite(const std::vector<config::ValidationCase>& cases);
 
