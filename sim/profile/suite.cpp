@@ -308,10 +308,10 @@ std::string format_suite_markdown(const std::vector<CaseResult>& results) {
             status += " (below)";
             reasons += fmt::format("- **{}**: {}\n", r.id, r.expected_miss);
         }
-        out += fmt::format("| {} | {} | {} | {}{} | {} | {} | {} | {} | {} | {} | {} |\n", r.id, r.metric,
-                           value_text(r, r.predicted), value_text(r, r.measured),
-                           r.derived ? " (derived)" : "", error_text(r), tolerance_text(r), mfu_text(r),
-                           memory_text(r), status, role_text(r), r.source);
+        out += fmt::format("| {} | {} | {} | {}{} | {} | {} | {} | {} | {} | {} | {} | {} |\n", r.id,
+                           r.metric, value_text(r, r.predicted), value_text(r, r.measured),
+                           r.derived ? " (derived)" : "", error_text(r), tolerance_text(r), left_out_text(r),
+                           mfu_text(r), memory_text(r), status, role_text(r), r.source);
     }
     if (double median = left_out_median(results); median >= 0) {
         out += fmt::format(
