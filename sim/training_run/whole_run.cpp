@@ -165,6 +165,9 @@ class LengthSampler {
         return static_cast<int>(std::clamp(x, static_cast<double>(l_.min), static_cast<double>(l_.max)));
     }
     std::size_t pick_bucket() {
+        PODSIM_ASSERT(!l_.buckets.empty(), "a bucket distribution without buckets");
+        if (l_.weights.size() != l_.buckets.size())
+            return static_cast<std::size_t>(rng_() % l_.buckets.size());
         double total = 0.0;
         for (double w : l_.weights) total += w;
         double x = unit() * total;
