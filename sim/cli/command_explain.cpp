@@ -10,7 +10,9 @@ namespace podsim::cli {
 Command add_explain_command(CLI::App& app) {
     auto what = std::make_shared<std::string>("run");
     auto* cmd = app.add_subcommand("explain", "list every key of a schema with type, unit, default, help");
-    cmd->add_option("what", *what, "run, model, topology or calibration")
+    cmd->add_option("what", *what,
+                    "run, model, topology, calibration, validation-case, collective-case, calibration-file "
+                    "or sweep-file")
         ->check(CLI::IsMember(config::explainable()));
     return {cmd, [what] {
                 std::cout << config::explain(*what);

@@ -48,7 +48,7 @@ cost::Calibration parse_calibration(const YAML::Node& node, const std::string& f
             d.append(local);
             return calibration;
         }
-        MapReader r(root, p.string(), "", d, {"schema", "name", "source", "notes", "parameters", "fit"});
+        MapReader r(root, p.string(), "", d, keys_under(calibration_file_schema(), ""));
         if (!r.ok()) return calibration;
         check_schema(r, "podsim.calibration/v1");
         if (r.has("parameters"))

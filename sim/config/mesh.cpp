@@ -1,9 +1,11 @@
 
 #include <algorithm>
+#include <limits>
 
 #include <fmt/format.h>
 
 #include "config/parse.hpp"
+#include "config/run_keys.hpp"
 #include "config/schema.hpp"
 #include "config/yaml_reader.hpp"
 #include "core/suggest.hpp"
@@ -53,8 +55,13 @@ std::vector<AxisEntry> parse_axes(const YAML::Node& node, const std::string& fil
             axes.push_back(entry);
             continue;
         }
-        auto size = detail::read_integer(it->second, file, key_path, 1, d);
+        auto size =
+            detail::read_integer(it->second, file, key_path, std::numeric_limits<long long>::min(), d);
         if (!size) continue;
+        if (auto why = run_key("mesh.<axis>").bounds_error(static_cast<double>(*size)); !why.empty()) {
+            d.error(detail::location_of(it->second, file), key_path, why);
+            continue;
+        }
         entry.size = static_cast<int>(*size);
         axes.push_back(entry);
     }

@@ -12,6 +12,7 @@ namespace fs = std::filesystem;
 using core::Diagnostics;
 using core::Dimension;
 using detail::MapReader;
+using workload::model_key;
 
 workload::ModelSpec parse_model(const YAML::Node& node, const std::string& file, const std::string& path,
                                 Diagnostics& d) {
@@ -20,48 +21,44 @@ workload::ModelSpec parse_model(const YAML::Node& node, const std::string& file,
     MapReader r(node, file, path, d, keys_under(model_schema(), ""));
     if (!r.ok()) return m;
     check_schema(r, "podsim.model/v1");
-    m.name = r.string("name", true).value_or("");
-    auto family = r.choice("family", {"gpt2", "decoder", "encoder", "vit"}, true);
-    if (family) m.family = static_cast<ModelFamily>(*family);
-    auto get = [&](const char* key, bool required) {
+    m.name = r.string(model_key("name")).value_or("");
+    if (auto family = r.choice(model_key("family"))) m.family = static_cast<ModelFamily>(*family);
+    // Bounds keep every size below 2^31 (model_keys.hpp), so the int members hold them.
+    auto get = [&](const core::Key& key, std::optional<bool> required = {}) {
         return static_cast<int>(r.integer(key, required).value_or(0));
     };
-    m.layers = get("layers", true);
-    m.d_model = get("d_model", true);
-    m.heads = get("heads", true);
-    m.head_dim = get("head_dim", false);
-    m.kv_heads = get("kv_heads", false);
-    m.d_ff = get("d_ff", false);
-    if (auto a = r.choice("activation", {"gelu", "relu", "swiglu", "geglu"}, false)) {
-        m.activation = static_cast<workload::Activation>(*a);
-    }
-    m.tied_embeddings = r.boolean("tied_embeddings").value_or(true);
-    m.bias = r.boolean("bias").value_or(true);
-    m.parallel_block = r.boolean("parallel_block").value_or(false);
+    m.layers = get(model_key("layers"));
+    m.d_model = get(model_key("d_model"));
+    m.heads = get(model_key("heads"));
+    m.head_dim = get(model_key("head_dim"));
+    m.kv_heads = get(model_key("kv_heads"));
+    m.d_ff = get(model_key("d_ff"));
+    if (auto a = r.choice(model_key("activation"))) m.activation = static_cast<workload::Activation>(*a);
+    m.tied_embeddings = r.boolean(model_key("tied_embeddings")).value_or(m.tied_embeddings);
+    m.bias = r.boolean(model_key("bias")).value_or(m.bias);
+    m.parallel_block = r.boolean(model_key("parallel_block")).value_or(m.parallel_block);
     m.position = m.family == ModelFamily::decoder ? workload::PositionEmbedding::rope
                                                   : workload::PositionEmbedding::learned;
-    if (auto p = r.choice("position", {"learned", "rope", "relative", "none"}, false)) {
-        m.position = static_cast<workload::PositionEmbedding>(*p);
-    }
+    if (auto p = r.choice(model_key("position"))) m.position = static_cast<workload::PositionEmbedding>(*p);
     const bool vit = m.family == ModelFamily::vit;
     if (vit) {
-        m.image_size = get("image_size", true);
-        m.patch_size = get("patch_size", true);
-        m.channels = r.has("channels") ? get("channels", false) : 3;
-        m.num_classes = get("num_classes", true);
+        m.image_size = get(model_key("image_size"), true);
+        m.patch_size = get(model_key("patch_size"), true);
+        m.channels = get(model_key("channels"));
+        m.num_classes = get(model_key("num_classes"), true);
         if (m.image_size > 0 && m.patch_size > 0 && m.image_size % m.patch_size != 0) {
             r.error("patch_size", fmt::format("patch_size ({}) does not divide image_size ({})", m.patch_size,
                                               m.image_size));
         }
     } else {
-        for (const char* key : {"image_size", "patch_size", "channels", "num_classes"}) {
-            if (r.has(key))
-                r.error(key, fmt::format("only ViT models take {} (family is {})", key,
-                                         workload::family_name(m.family)));
+        for (const char* name : {"image_size", "patch_size", "channels", "num_classes"}) {
+            if (r.has(name))
+                r.error(name, fmt::format("only ViT models take {} (family is {})", name,
+                                          workload::family_name(m.family)));
         }
-        m.vocab = r.integer("vocab", true).value_or(0);
+        m.vocab = r.integer(model_key("vocab"), true).value_or(0);
         bool learned = m.position == workload::PositionEmbedding::learned;
-        m.max_positions = static_cast<int>(r.integer("max_positions", learned).value_or(0));
+        m.max_positions = get(model_key("max_positions"), learned);
     }
     if (m.heads > 0 && m.d_model > 0) {
         if (m.head_dim == 0) {
@@ -77,7 +74,7 @@ workload::ModelSpec parse_model(const YAML::Node& node, const std::string& file,
         if (m.heads % m.kv_heads != 0) {
             r.error("kv_heads", fmt::format("kv_heads ({}) must divide heads ({})", m.kv_heads, m.heads));
         }
-        if (m.d_ff == 0) m.d_ff = 4 * m.d_model;
+        if (m.d_ff == 0) m.d_ff = 4 * m.d_model;  // below 2^31: d_model <= 2^17
     }
     return m;
 }

@@ -15,6 +15,8 @@ namespace fs = std::filesystem;
 using core::Diagnostics;
 using core::Dimension;
 using detail::MapReader;
+using parallel::runtime_key;
+using workload::training_key;
 
 namespace {
 
@@ -71,11 +73,11 @@ RunSpec parse_run(const YAML::Node& root, const std::string& file, const fs::pat
     }
 
     bool slice_ok = false;
-    if (auto s = r.string("slice", true)) {
+    if (auto s = r.string(run_key("slice"))) {
         if (auto shape = hardware::parse_slice_shape(*s)) {
             spec.slice = *shape;
-            slice_ok = true;
-            if (topology_ok) {
+            slice_ok = r.check_bounds(run_key("slice"), static_cast<double>(shape->chips()));
+            if (slice_ok && topology_ok) {
                 if (auto error = hardware::slice_shape_error(spec.topology, spec.slice)) {
                     r.error("slice", *error);
                     slice_ok = false;
@@ -87,8 +89,8 @@ RunSpec parse_run(const YAML::Node& root, const std::string& file, const fs::pat
             r.error("slice", fmt::format("'{}' is not a slice shape such as 2x2x1 or 4x4x8", *s));
         }
     }
-    spec.slices = static_cast<int>(r.integer("slices", false).value_or(1));
-    spec.twisted_torus = r.boolean("twisted_torus").value_or(false);
+    spec.slices = static_cast<int>(r.integer(run_key("slices")).value_or(spec.slices));
+    spec.twisted_torus = r.boolean(run_key("twisted_torus")).value_or(spec.twisted_torus);
     if (spec.twisted_torus && slice_ok && topology_ok &&
         (!spec.topology.ici.twisted_torus || !network::twistable(spec.slice))) {
         r.error("twisted_torus",
@@ -107,8 +109,8 @@ RunSpec parse_run(const YAML::Node& root, const std::string& file, const fs::pat
     MapReader t(r.has("training") ? r.raw("training") : YAML::Node(YAML::NodeType::Map), file,
                 r.path_of("training"), d, keys_under(run_schema(), "training"));
     if (t.ok() && r.has("training")) {
-        auto global = t.integer("global_batch", false);
-        auto per_chip = t.integer("per_chip_batch", false);
+        auto global = t.integer(training_key("training.global_batch"));
+        auto per_chip = t.integer(training_key("training.per_chip_batch"));
         if (global && per_chip) {
             t.error("per_chip_batch", "give global_batch or per_chip_batch, not both");
         } else if (global) {
@@ -119,53 +121,54 @@ RunSpec parse_run(const YAML::Node& root, const std::string& file, const fs::pat
             t.error("global_batch", "missing required key (or give per_chip_batch)");
         }
         bool text = model_ok && !spec.model.is_vit();
-        spec.training.seq_len = static_cast<int>(t.integer("seq_len", text).value_or(0));
+        spec.training.seq_len =
+            static_cast<int>(t.integer(training_key("training.seq_len"), text).value_or(0));
         if (text && spec.model.position == workload::PositionEmbedding::learned &&
             spec.training.seq_len > 0 && spec.training.seq_len > spec.model.max_positions) {
             t.error("seq_len", fmt::format("{} exceeds the model's max_positions ({})", spec.training.seq_len,
                                            spec.model.max_positions));
         }
-        spec.training.microbatches = static_cast<int>(t.integer("microbatches", false).value_or(1));
-        if (auto dt = t.choice("dtype", core::dtype_names(), false)) {
-            spec.training.dtype = *core::parse_dtype(core::dtype_names()[*dt]);
+        auto& training = spec.training;
+        training.microbatches = static_cast<int>(
+            t.integer(training_key("training.microbatches")).value_or(training.microbatches));
+        if (auto dt = t.choice(training_key("training.dtype")))
+            training.dtype = static_cast<core::DType>(*dt);
+        if (auto dt = t.choice(training_key("training.param_dtype")))
+            training.param_dtype = static_cast<core::DType>(*dt);
+        if (auto o = t.choice(training_key("training.optimizer")))
+            training.optimizer = static_cast<workload::Optimizer>(*o);
+        if (auto m = t.choice(training_key("training.remat"))) {
+            training.remat = static_cast<workload::Remat>(*m);
         }
-        if (auto dt = t.choice("param_dtype", core::dtype_names(), false)) {
-            spec.training.param_dtype = *core::parse_dtype(core::dtype_names()[*dt]);
-        }
-        if (auto o = t.choice("optimizer", {"adam", "adamw", "adafactor", "sgd"}, false)) {
-            spec.training.optimizer = static_cast<workload::Optimizer>(*o);
-        }
-        if (auto m = t.choice("remat", workload::remat_names(), false)) {
-            spec.training.remat = static_cast<workload::Remat>(*m);
-        }
-        // MaxText's `attention` values; `mha` is MaxText's older name for dot_product.
-        if (auto a = t.choice("attention", {"dot_product", "mha", "flash"}, false)) {
-            spec.training.attention = *a == 2 ? workload::Attention::flash : workload::Attention::dot_product;
-        }
-        if (auto dt = t.choice("master_dtype", core::dtype_names(), false)) {
-            spec.training.master_dtype = core::parse_dtype(core::dtype_names()[*dt]);
-        }
-        spec.training.tensor_sequence = t.boolean("tensor_sequence").value_or(false);
+        if (auto a = t.choice(training_key("training.attention")))
+            training.attention = workload::kAttentionChoices[*a] == "flash"
+                                     ? workload::Attention::flash
+                                     : workload::Attention::dot_product;
+        if (auto dt = t.choice(training_key("training.master_dtype")))
+            training.master_dtype = static_cast<core::DType>(*dt);
+        training.tensor_sequence =
+            t.boolean(training_key("training.tensor_sequence")).value_or(training.tensor_sequence);
     }
     bool training_ok = t.ok() && d.size() == errors_before_training;
 
     if (r.has("runtime")) {
         MapReader rt(r.raw("runtime"), file, r.path_of("runtime"), d, keys_under(run_schema(), "runtime"));
-        if (auto f = rt.choice("framework", {"jax", "pytorch-xla"}, false)) {
-            spec.runtime.framework = static_cast<parallel::Framework>(*f);
-        }
-        spec.runtime.async_collectives = rt.boolean("async_collectives");
-        spec.runtime.host_overhead = rt.quantity("host_overhead", Dimension::time, false);
-        spec.runtime.prefetch_depth = static_cast<int>(rt.integer("prefetch_depth", false, 0).value_or(1));
-        spec.runtime.compile_time = rt.quantity("compile_time", Dimension::time, false);
-        spec.runtime.recompile_every_step = rt.boolean("recompile_every_step").value_or(false);
-        spec.runtime.collective_matmul = rt.boolean("collective_matmul");
-        if (auto init = rt.choice("host_init", {"full", "sharded"}, false))
-            spec.runtime.host_full_init = *init == 0;
+        auto& runtime = spec.runtime;
+        if (auto f = rt.choice(runtime_key("runtime.framework")))
+            runtime.framework = static_cast<parallel::Framework>(*f);
+        runtime.async_collectives = rt.boolean(runtime_key("runtime.async_collectives"));
+        runtime.host_overhead = rt.quantity(runtime_key("runtime.host_overhead"));
+        runtime.prefetch_depth = static_cast<int>(
+            rt.integer(runtime_key("runtime.prefetch_depth")).value_or(runtime.prefetch_depth));
+        runtime.compile_time = rt.quantity(runtime_key("runtime.compile_time"));
+        runtime.collective_matmul = rt.boolean(runtime_key("runtime.collective_matmul"));
+        runtime.recompile_every_step =
+            rt.boolean(runtime_key("runtime.recompile_every_step")).value_or(runtime.recompile_every_step);
+        if (auto init = rt.choice(runtime_key("runtime.host_init"))) runtime.host_full_init = *init == 0;
     }
     if (r.has("report")) {
         MapReader rep(r.raw("report"), file, r.path_of("report"), d, keys_under(run_schema(), "report"));
-        spec.mfu_attention = rep.boolean("mfu_attention").value_or(false);
+        spec.mfu_attention = rep.boolean(run_key("report.mfu_attention")).value_or(spec.mfu_attention);
     }
     if (r.has("calibration")) {
         spec.calibration = parse_calibration(r.raw("calibration"), file, r.path_of("calibration"), base_dir,

@@ -34,6 +34,8 @@ struct SequenceLengths {
     std::vector<int> buckets;         // padding targets (padding: bucket), or the lengths drawn
     std::vector<double> weights;      // frequencies of the buckets (distribution: buckets)
     Padding padding = Padding::none;
+
+    bool operator==(const SequenceLengths&) const = default;
 };
 
 struct EvalPlan {
@@ -44,6 +46,8 @@ struct EvalPlan {
     Accumulate accumulate = Accumulate::none;
     int accumulated_tensors = 1;                // tensors per step (one per field of the result)
     double accumulated_bytes_per_sample = 4.0;  // per tensor
+
+    bool operator==(const EvalPlan&) const = default;
 };
 
 // A run of many steps (the `whole_run:` block of a run config). Everything the single step does
@@ -62,6 +66,8 @@ struct RunPlan {
     std::optional<Overlap> overlap;  // PyTorch/XLA; default: both overlapped (current releases)
     int steady_window = 100;         // steps averaged for the steady-state figures
     std::uint64_t seed = 1;          // sequence-length draws
+
+    bool operator==(const RunPlan&) const = default;
 };
 
 std::string_view overlap_name(Overlap overlap);

@@ -4,26 +4,29 @@
 #include <string_view>
 #include <vector>
 
+#include "core/key.hpp"
+
 namespace podsim::config {
 
-// One key of an input schema: what `podsim explain` prints and what the loader accepts. The loader
-// rejects any key not listed here, so this table is the single source of truth for key names.
-struct KeyDoc {
-    std::string_view path;  // dotted, e.g. "training.global_batch"
-    std::string_view type;  // int, bool, string, enum, size, time, bandwidth, compute rate, mapping, ...
-    std::string_view default_value;
-    std::string_view help;
-};
+// The keys of each input schema, from their declarations (core::Key tables: config/run_keys.hpp,
+// workload/model_keys.hpp, workload/training_keys.hpp, parallel/runtime_keys.hpp,
+// hardware/topology_keys.hpp). The loader rejects any key not listed, reads defaults and bounds
+// from them, and `podsim explain` prints them.
+const std::vector<core::Key>& run_schema();
+const std::vector<core::Key>& model_schema();
+const std::vector<core::Key>& topology_schema();
+const std::vector<core::Key>& validation_case_schema();
+const std::vector<core::Key>& collective_case_schema();
+const std::vector<core::Key>& calibration_file_schema();
+const std::vector<core::Key>& sweep_file_schema();
 
-const std::vector<KeyDoc>& run_schema();
-const std::vector<KeyDoc>& model_schema();
-const std::vector<KeyDoc>& topology_schema();
-const std::vector<KeyDoc>& validation_case_schema();
+// A schema by the name `podsim explain` takes (run, model, topology, validation-case, ...), or null.
+const std::vector<core::Key>* schema_named(std::string_view what);
 
-// Keys directly below `prefix` ("" for the top level) in `schema`.
-std::vector<std::string> keys_under(const std::vector<KeyDoc>& schema, std::string_view prefix);
+// Keys directly below `prefix` ("" for the top level) in `schema`; free names (<axis>) excluded.
+std::vector<std::string> keys_under(const std::vector<core::Key>& schema, std::string_view prefix);
 
-// `podsim explain [run|model|topology|calibration]`.
+// `podsim explain WHAT`.
 std::string explain(std::string_view what);
 std::vector<std::string> explainable();
 

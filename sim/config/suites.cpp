@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "config/parse.hpp"
+#include "config/run_keys.hpp"
 #include "config/schema.hpp"
 #include "config/yaml_reader.hpp"
 
@@ -11,6 +12,7 @@ namespace podsim::config {
 namespace fs = std::filesystem;
 using core::Diagnostics;
 using core::Dimension;
+using core::find_key;
 using detail::MapReader;
 
 std::vector<ValidationCase> load_validation_suite(const std::string& directory) {
@@ -81,15 +83,12 @@ std::vector<CollectiveCase> load_collective_suite(const std::string& directory) 
         if (entry.path().extension() == ".yaml") files.push_back(entry.path());
     }
     std::sort(files.begin(), files.end());
-    const std::vector<std::string> keys = {
-        "schema", "id",   "source", "setup",    "predicted_by_source", "topology",  "slice",        "mesh",
-        "op",     "axis", "bytes",  "measured", "pod_viewer",          "tolerance", "expected_miss"};
     std::vector<CollectiveCase> cases;
     for (const auto& f : files) {
         const std::string file = f.string();
         YAML::Node root = detail::load_yaml_file(file, d);
         if (!root.IsDefined() || root.IsNull()) continue;
-        MapReader r(root, file, "", d, keys);
+        MapReader r(root, file, "", d, keys_under(collective_case_schema(), ""));
         if (!r.ok()) continue;
         check_schema(r, "podsim.collective-validation/v1");
         CollectiveCase c;
@@ -111,7 +110,9 @@ std::vector<CollectiveCase> load_collective_suite(const std::string& directory) 
         }
         if (auto s = r.string("slice", true)) {
             if (auto shape = hardware::parse_slice_shape(*s)) {
-                c.slice = hardware::normalized_slice(c.topology, *shape);
+                if (r.check_bounds(find_key(kCollectiveCaseKeys, "slice"),
+                                   static_cast<double>(shape->chips())))
+                    c.slice = hardware::normalized_slice(c.topology, *shape);
             } else {
                 r.error("slice", fmt::format("'{}' is not a slice shape", *s));
             }
@@ -127,19 +128,22 @@ std::vector<CollectiveCase> load_collective_suite(const std::string& directory) 
         if (r.has("pod_viewer")) {
             c.pod_viewer = (f.parent_path() / r.string("pod_viewer", true).value_or("")).string();
         } else {
-            c.bytes = r.quantity("bytes", Dimension::bytes, true).value_or(0);
+            c.bytes = r.quantity(find_key(kCollectiveCaseKeys, "bytes"), true).value_or(0);
             if (r.has("measured")) {
-                MapReader m(r.raw("measured"), file, "measured", d, {"time"});
-                c.measured_time = m.quantity("time", Dimension::time, true).value_or(0);
+                MapReader m(r.raw("measured"), file, "measured", d,
+                            keys_under(collective_case_schema(), "measured"));
+                c.measured_time = m.quantity(find_key(kCollectiveCaseKeys, "measured.time")).value_or(0);
             } else {
                 r.error("measured", "missing required key");
             }
         }
         if (r.has("tolerance")) {
-            MapReader t(r.raw("tolerance"), file, "tolerance", d, {"rel", "abs", "median_rel"});
-            c.tolerance_rel = t.number("rel", false).value_or(0);
-            c.tolerance_abs = t.quantity("abs", Dimension::time, false).value_or(0);
-            c.tolerance_median_rel = t.number("median_rel", false).value_or(0);
+            MapReader t(r.raw("tolerance"), file, "tolerance", d,
+                        keys_under(collective_case_schema(), "tolerance"));
+            c.tolerance_rel = t.number(find_key(kCollectiveCaseKeys, "tolerance.rel")).value_or(0);
+            c.tolerance_abs = t.quantity(find_key(kCollectiveCaseKeys, "tolerance.abs")).value_or(0);
+            c.tolerance_median_rel =
+                t.number(find_key(kCollectiveCaseKeys, "tolerance.median_rel")).value_or(0);
         } else {
             r.error("tolerance", "missing required key");
         }

@@ -7,6 +7,8 @@
 
 #include "config/load.hpp"
 #include "config/parse.hpp"
+#include "config/run_keys.hpp"
+#include "config/schema.hpp"
 #include "config/yaml_reader.hpp"
 #include "core/suggest.hpp"
 
@@ -98,7 +100,7 @@ struct SweepPlan::Impl {
     std::vector<Axis> axes;
     std::vector<std::string> names;
     std::vector<Expression> keep;
-    Expression sort{"-mfu", {}};
+    Expression sort{std::string(core::find_key(kSweepFileKeys, "sort").default_string), {}};
     std::size_t size = 1;
     std::shared_ptr<LoadCache> cache = make_load_cache();
 };
@@ -134,8 +136,7 @@ SweepPlan SweepPlan::load(const std::string& path) {
     impl->name = fs::path(path).stem().string();
     YAML::Node root = detail::load_yaml_file(path, d);
     core::throw_if_errors(d);
-    MapReader r(root, path, "", d,
-                {"schema", "name", "description", "notes", "base", "axes", "zip", "keep", "sort"});
+    MapReader r(root, path, "", d, keys_under(sweep_file_schema(), ""));
     if (!r.ok()) throw core::UserError(d);
     auto schema = r.string("schema", true);
     if (schema && *schema != "podsim.sweep/v1")

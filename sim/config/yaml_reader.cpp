@@ -5,6 +5,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -289,6 +290,58 @@ std::optional<std::size_t> MapReader::choice(const std::string& key, const std::
         message += fmt::format(" (did you mean '{}'?)", *hint);
     error(key, message);
     return std::nullopt;
+}
+
+bool MapReader::check_bounds(const core::Key& key, double value, std::string_view name) const {
+    std::string why = key.bounds_error(value);
+    if (why.empty()) return true;
+    error(std::string(name.empty() ? key.name() : name), why);
+    return false;
+}
+
+std::optional<long long> MapReader::integer(const core::Key& key, std::optional<bool> required) const {
+    const std::string name(key.name());
+    if (!has(name) && key.has_default()) return key.integer_default();
+    // Read as 64-bit with no lower limit here: the declared bounds give the message.
+    auto value = integer(name, required.value_or(key.required), std::numeric_limits<long long>::min());
+    if (value && !check_bounds(key, static_cast<double>(*value))) return std::nullopt;
+    return value;
+}
+
+std::optional<double> MapReader::number(const core::Key& key, std::optional<bool> required) const {
+    const std::string name(key.name());
+    if (!has(name) && key.has_default()) return key.default_value;
+    auto value = number(name, required.value_or(key.required));
+    if (value && !check_bounds(key, *value)) return std::nullopt;
+    return value;
+}
+
+std::optional<double> MapReader::quantity(const core::Key& key, std::optional<bool> required) const {
+    const std::string name(key.name());
+    if (!has(name) && key.has_default()) return key.default_value;
+    auto value = quantity(name, key.dimension, required.value_or(key.required));
+    if (value && !check_bounds(key, *value)) return std::nullopt;
+    return value;
+}
+
+std::optional<bool> MapReader::boolean(const core::Key& key) const {
+    const std::string name(key.name());
+    if (!has(name) && key.has_default()) return key.boolean_default();
+    return boolean(name);
+}
+
+std::optional<std::string> MapReader::string(const core::Key& key, std::optional<bool> required) const {
+    const std::string name(key.name());
+    if (!has(name) && key.has_default() && !key.default_string.empty())
+        return std::string(key.default_string);
+    return string(name, required.value_or(key.required));
+}
+
+std::optional<std::size_t> MapReader::choice(const core::Key& key, std::optional<bool> required) const {
+    const std::string name(key.name());
+    if (!has(name) && key.has_default()) return key.choice_default_index();
+    return choice(name, std::vector<std::string>(key.choices.begin(), key.choices.end()),
+                  required.value_or(key.required));
 }
 
 }  // namespace podsim::config::detail

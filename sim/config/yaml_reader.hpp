@@ -10,6 +10,7 @@
 
 #include "config/schema.hpp"
 #include "core/diagnostics.hpp"
+#include "core/key.hpp"
 #include "core/quantity.hpp"
 
 namespace podsim::config::detail {
@@ -46,6 +47,20 @@ class MapReader {
     // Index into `choices`, with a suggestion when the value is close to one of them.
     std::optional<std::size_t> choice(const std::string& key, const std::vector<std::string>& choices,
                                       bool required) const;
+
+    // Reads a declared key by its name, as its declaration says: "missing required key" when it is
+    // required (or `required` says so), its default when it is absent and has one, and an error
+    // naming the bounds when the value is outside them. nullopt when absent without a default, or
+    // wrong (the mistake is recorded).
+    std::optional<long long> integer(const core::Key& key, std::optional<bool> required = {}) const;
+    std::optional<double> number(const core::Key& key, std::optional<bool> required = {}) const;
+    std::optional<double> quantity(const core::Key& key, std::optional<bool> required = {}) const;
+    std::optional<bool> boolean(const core::Key& key) const;
+    std::optional<std::string> string(const core::Key& key, std::optional<bool> required = {}) const;
+    std::optional<std::size_t> choice(const core::Key& key, std::optional<bool> required = {}) const;
+    // Records the bounds error of `value` against `key`'s bounds, at `name` (default: the key's own
+    // name); false when there is one.
+    bool check_bounds(const core::Key& key, double value, std::string_view name = {}) const;
 
   private:
     YAML::Node node_;

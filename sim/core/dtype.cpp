@@ -17,24 +17,12 @@ std::size_t dtype_bytes(DType dtype) {
 }
 
 std::string_view dtype_name(DType dtype) {
-    switch (dtype) {
-        case DType::bf16:
-            return "bf16";
-        case DType::fp16:
-            return "fp16";
-        case DType::fp32:
-            return "fp32";
-        case DType::fp8:
-            return "fp8";
-        case DType::int8:
-            return "int8";
-    }
-    return "?";
+    return kDTypeNames[static_cast<std::size_t>(dtype)];
 }
 
 std::optional<DType> parse_dtype(std::string_view name) {
-    for (DType d : {DType::bf16, DType::fp16, DType::fp32, DType::fp8, DType::int8}) {
-        if (dtype_name(d) == name) return d;
+    for (std::size_t i = 0; i < kDTypeNames.size(); ++i) {
+        if (kDTypeNames[i] == name) return static_cast<DType>(i);
     }
     if (name == "float32" || name == "f32") return DType::fp32;
     if (name == "bfloat16") return DType::bf16;
@@ -43,7 +31,7 @@ std::optional<DType> parse_dtype(std::string_view name) {
 }
 
 std::vector<std::string> dtype_names() {
-    return {"bf16", "fp16", "fp32", "fp8", "int8"};
+    return {kDTypeNames.begin(), kDTypeNames.end()};
 }
 
 }  // namespace podsim::core

@@ -44,6 +44,7 @@ struct Calibration {
     double cache_load_per_op = 0.0;  // loading a compiled program from a persistent cache, per op
     double cpu_op_time = 0.0;        // an op without an XLA lowering, run on the host
 
+    bool operator==(const Calibration&) const = default;
     static Calibration defaults();
     double mxu_efficiency(parallel::Framework framework) const;
     double mxu_shape_factor(MatmulShapeClass shape_class) const;  // 1 for large matmuls

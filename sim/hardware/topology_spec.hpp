@@ -17,27 +17,35 @@ enum class WraparoundRule {
                        // torus (in every dimension) only when every dimension is a multiple of 4
     length_16,         // v5e/v6e: only dimensions of length 16 wrap
 };
+static_assert(kWraparoundNames.size() == static_cast<std::size_t>(WraparoundRule::length_16) + 1);
+
+// Defaults: topology_keys.hpp.
 
 struct IciSpec {
-    int dims = 3;
+    int dims = static_cast<int>(topology_key("ici.dims").integer_default());
     double link_bandwidth = 0.0;  // bytes/s, one direction of one link
     double hop_latency = 0.0;     // seconds per hop
-    WraparoundRule wraparound = WraparoundRule::whole_cubes_of_4;
+    WraparoundRule wraparound = topology_key("ici.wraparound").choice_default<WraparoundRule>();
     SliceShape max_slice;
-    bool twisted_torus = false;  // n x n x 2n and n x 2n x 2n shapes may be twisted (ISCA 2023 Fig. 6)
+    // n x n x 2n and n x 2n x 2n shapes may be twisted (ISCA 2023 Fig. 6)
+    bool twisted_torus = topology_key("ici.twisted_torus").boolean_default();
+    bool operator==(const IciSpec&) const = default;
 };
 
 struct HostSpec {
-    int chips_per_host = 4;
+    int chips_per_host = static_cast<int>(topology_key("host.chips_per_host").integer_default());
     double host_memory = 0.0;  // bytes of host RAM per host
     // Between one chip's HBM and host memory, each direction (PCIe DMA): what remat offload to pinned
     // host memory moves activations at. 0 = unknown.
     double transfer_bandwidth_per_chip = 0.0;
+
+    bool operator==(const HostSpec&) const = default;
 };
 
 struct DcnSpec {
-    double bandwidth_per_chip = 0.0;  // bytes/s each chip can send across slices
-    double latency = 0.0;             // seconds per DCN transfer
+    double bandwidth_per_chip = 0.0;                             // bytes/s each chip can send across slices
+    double latency = topology_key("dcn.latency").default_value;  // seconds per DCN transfer
+    bool operator==(const DcnSpec&) const = default;
 };
 
 struct TopologySpec {
@@ -47,12 +55,8 @@ struct TopologySpec {
     HostSpec host;
     DcnSpec dcn;
     std::map<std::string, std::string> sources;  // key path -> where the number comes from
+    bool operator==(const TopologySpec&) const = default;
 };
-
-// The most chips one simulated slice may have: 16 times a full TPU v4 pod (4,096 chips) and 7 times a
-// v5p pod (8,960). The torus, its links and every collective's rings grow with it; beyond this a
-// config costs gigabytes and minutes (256x256x256 exhausted memory).
-inline constexpr long kMaxSliceChips = 65'536;
 
 // Why `shape` cannot be a slice of `topology`, or nullopt when it can.
 std::optional<std::string> slice_shape_error(const TopologySpec& topology, const SliceShape& shape);

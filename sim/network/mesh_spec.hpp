@@ -11,6 +11,7 @@ namespace podsim::network {
 struct MeshAxis {
     std::string name;  // data | fsdp | tensor for `podsim run`; free names for `podsim collective`
     int size = 1;
+    bool operator==(const MeshAxis&) const = default;
 };
 
 // Logical device mesh: `ici` axes inside a slice (in order, the last one most local), `dcn` axes
@@ -28,6 +29,7 @@ struct MeshSpec {
     long ici_size_of(const std::string& name) const;
     long dcn_size_of(const std::string& name) const;
     std::string to_string() const;
+    bool operator==(const MeshSpec&) const = default;
 };
 
 // Parses "fsdp=16,tensor=4"; nullopt when an item is not name=positive-size.

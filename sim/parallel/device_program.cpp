@@ -50,7 +50,7 @@ OpCategory category_of(collectives::CollectiveKind kind) {
 }
 
 std::string_view framework_name(Framework framework) {
-    return framework == Framework::jax ? "jax" : "pytorch-xla";
+    return kFrameworkNames[static_cast<std::size_t>(framework)];
 }
 
 }  // namespace podsim::parallel

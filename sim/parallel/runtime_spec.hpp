@@ -3,20 +3,25 @@
 #include <optional>
 #include <string_view>
 
+#include "parallel/runtime_keys.hpp"
+
 namespace podsim::parallel {
 
 enum class Framework { jax, pytorch_xla };
+static_assert(kFrameworkNames.size() == static_cast<std::size_t>(Framework::pytorch_xla) + 1);
 
 std::string_view framework_name(Framework framework);
 
 // How the training framework runs the step on the device (schema podsim.run/v1 `runtime:`).
 struct RuntimeSpec {
-    Framework framework = Framework::jax;
+    Framework framework = runtime_key("runtime.framework").choice_default<Framework>();
     std::optional<bool> async_collectives;  // default: jax async, pytorch-xla synchronous
     std::optional<double> host_overhead;    // seconds per step; default from calibration
-    int prefetch_depth = 1;                 // FSDP all-gathers issued ahead of use (async only)
-    std::optional<double> compile_time;     // seconds; default from calibration
-    bool recompile_every_step = false;      // the graph changes every step (PyTorch/XLA pitfall)
+    // FSDP all-gathers issued ahead of use (async only)
+    int prefetch_depth = static_cast<int>(runtime_key("runtime.prefetch_depth").integer_default());
+    std::optional<double> compile_time;  // seconds; default from calibration
+    // the graph changes every step (PyTorch/XLA pitfall)
+    bool recompile_every_step = runtime_key("runtime.recompile_every_step").boolean_default();
     // How parameters are first materialised: the whole model in host RAM in every process (the
     // common PyTorch habit), or each process creating only its chips' shards (JAX jit with
     // shardings; PyTorch/XLA deferred init).
@@ -27,6 +32,8 @@ struct RuntimeSpec {
     // --xla_tpu_enable_async_collective_fusion=true ..._fuse_all_gather=true
     // ..._multiple_steps=true --xla_tpu_overlap_compute_collective_tc=true).
     std::optional<bool> collective_matmul;
+
+    bool operator==(const RuntimeSpec&) const = default;
 
     // JAX/XLA issues async collective start/done pairs; PyTorch/XLA FSDP as benchmarked on TPU v4
     // ran them synchronously (PyTorch blog on FSDP GPT-2, 2023).

@@ -1,5 +1,6 @@
 #include "sweep/sweep_runner_rows.hpp"
 
+#include <cmath>
 #include <fstream>
 
 #include <fmt/format.h>
@@ -59,7 +60,13 @@ const char* kMetricColumns[] = {"name",        "chips",
                                 "host_fits",   "compile_time_s",
                                 "kept"};
 
+// Byte counts, chips and tokens as integers: a spreadsheet or pandas reads 10763207680, not
+// 1.07632077e+10. From 1e9 up, where 9 significant digits would switch to an exponent, the value is
+// rounded to a whole number (finer than those 9 digits kept); below 2^53 that is exact.
 std::string num(double v) {
+    constexpr double kExactIntegers = 9007199254740992.0;  // 2^53
+    if (std::isfinite(v) && std::fabs(v) < kExactIntegers && (v == std::floor(v) || std::fabs(v) >= 1e9))
+        return fmt::format("{}", std::llround(v));
     return fmt::format("{:.9g}", v);
 }
 

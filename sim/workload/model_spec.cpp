@@ -3,45 +3,15 @@
 namespace podsim::workload {
 
 std::string_view family_name(ModelFamily family) {
-    switch (family) {
-        case ModelFamily::gpt2:
-            return "gpt2";
-        case ModelFamily::decoder:
-            return "decoder";
-        case ModelFamily::encoder:
-            return "encoder";
-        case ModelFamily::vit:
-            return "vit";
-    }
-    return "?";
+    return kFamilyNames[static_cast<std::size_t>(family)];
 }
 
 std::string_view activation_name(Activation activation) {
-    switch (activation) {
-        case Activation::gelu:
-            return "gelu";
-        case Activation::relu:
-            return "relu";
-        case Activation::swiglu:
-            return "swiglu";
-        case Activation::geglu:
-            return "geglu";
-    }
-    return "?";
+    return kActivationNames[static_cast<std::size_t>(activation)];
 }
 
 std::string_view position_name(PositionEmbedding position) {
-    switch (position) {
-        case PositionEmbedding::learned:
-            return "learned";
-        case PositionEmbedding::rope:
-            return "rope";
-        case PositionEmbedding::relative:
-            return "relative";
-        case PositionEmbedding::none:
-            return "none";
-    }
-    return "?";
+    return kPositionNames[static_cast<std::size_t>(position)];
 }
 
 ParamCount count_params(const ModelSpec& m) {

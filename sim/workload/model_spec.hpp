@@ -3,13 +3,19 @@
 #include <cstdint>
 #include <string>
 
+#include "workload/model_keys.hpp"
+
 namespace podsim::workload {
 
 enum class ModelFamily { gpt2, decoder, encoder, vit };
 enum class Activation { gelu, relu, swiglu, geglu };
 enum class PositionEmbedding { learned, rope, relative, none };
+static_assert(kFamilyNames.size() == static_cast<std::size_t>(ModelFamily::vit) + 1);
+static_assert(kActivationNames.size() == static_cast<std::size_t>(Activation::geglu) + 1);
+static_assert(kPositionNames.size() == static_cast<std::size_t>(PositionEmbedding::none) + 1);
 
-// A transformer architecture (schema podsim.model/v1). Sizes are elements, not bytes.
+// A transformer architecture (schema podsim.model/v1). Sizes are elements, not bytes. Required
+// keys start at 0 (unset); the others take their declared defaults (model_keys.hpp).
 struct ModelSpec {
     std::string name;
     ModelFamily family = ModelFamily::gpt2;
@@ -19,19 +25,21 @@ struct ModelSpec {
     int head_dim = 0;  // d_model / heads unless given
     int kv_heads = 0;  // heads unless given: 1 = multi-query, in between = grouped-query
     int d_ff = 0;      // 4 * d_model unless given
-    Activation activation = Activation::gelu;
+    Activation activation = model_key("activation").choice_default<Activation>();
     std::int64_t vocab = 0;
     int max_positions = 0;
-    bool tied_embeddings = true;
-    bool bias = true;
-    bool parallel_block = false;  // attention and MLP side by side on one norm (PaLM)
+    bool tied_embeddings = model_key("tied_embeddings").boolean_default();
+    bool bias = model_key("bias").boolean_default();
+    bool parallel_block =
+        model_key("parallel_block").boolean_default();  // attention and MLP side by side on one norm (PaLM)
     PositionEmbedding position = PositionEmbedding::learned;
     // vit only
     int image_size = 0;
     int patch_size = 0;
-    int channels = 3;
+    int channels = static_cast<int>(model_key("channels").integer_default());
     int num_classes = 0;
 
+    bool operator==(const ModelSpec&) const = default;
     bool gated() const { return activation == Activation::swiglu || activation == Activation::geglu; }
     bool is_vit() const { return family == ModelFamily::vit; }
     bool causal() const { return family == ModelFamily::gpt2 || family == ModelFamily::decoder; }

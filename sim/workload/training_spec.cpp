@@ -6,47 +6,34 @@
 namespace podsim::workload {
 
 std::string_view optimizer_name(Optimizer optimizer) {
-    switch (optimizer) {
-        case Optimizer::adam:
-            return "adam";
-        case Optimizer::adamw:
-            return "adamw";
-        case Optimizer::adafactor:
-            return "adafactor";
-        case Optimizer::sgd:
-            return "sgd";
-    }
-    return "?";
+    return kOptimizerNames[static_cast<std::size_t>(optimizer)];
 }
 
 namespace {
 
 struct RematInfo {
     Remat remat;
-    std::string_view name;
     std::string_view jax_policy;
 };
 
 constexpr RematInfo kRemats[] = {
-    {Remat::none, "none", "no jax.checkpoint (everything saved)"},
-    {Remat::full, "full", "jax.checkpoint_policies.nothing_saveable"},
-    {Remat::save_dots, "save_dots", "jax.checkpoint_policies.checkpoint_dots"},
-    {Remat::attention, "attention", "everything saved but the attention scores, softmax and context"},
-    {Remat::minimal, "minimal", "jax.checkpoint_policies.checkpoint_dots_with_no_batch_dims"},
-    {Remat::save_dot_except_mlpwi, "save_dot_except_mlpwi",
+    {Remat::none, "no jax.checkpoint (everything saved)"},
+    {Remat::full, "jax.checkpoint_policies.nothing_saveable"},
+    {Remat::save_dots, "jax.checkpoint_policies.checkpoint_dots"},
+    {Remat::attention, "everything saved but the attention scores, softmax and context"},
+    {Remat::minimal, "jax.checkpoint_policies.checkpoint_dots_with_no_batch_dims"},
+    {Remat::save_dot_except_mlpwi,
      "save_only_these_names(query_proj, value_proj, key_proj, qkv_proj, out_proj, mlpwo)"},
-    {Remat::save_dot_except_mlp, "save_dot_except_mlp",
+    {Remat::save_dot_except_mlp,
      "save_only_these_names(query_proj, value_proj, key_proj, qkv_proj, out_proj)"},
-    {Remat::save_qkv_proj, "save_qkv_proj",
-     "save_only_these_names(query_proj, value_proj, key_proj, qkv_proj)"},
-    {Remat::save_dot_with_context_except_mlp, "save_dot_with_context_except_mlp",
+    {Remat::save_qkv_proj, "save_only_these_names(query_proj, value_proj, key_proj, qkv_proj)"},
+    {Remat::save_dot_with_context_except_mlp,
      "save_only_these_names(query_proj, value_proj, key_proj, qkv_proj, context, out_proj)"},
-    {Remat::minimal_flash, "minimal_flash",
+    {Remat::minimal_flash,
      "save_from_both_policies(checkpoint_dots_with_no_batch_dims, save_only_these_names(context))"},
-    {Remat::qkv_proj_offloaded, "qkv_proj_offloaded",
+    {Remat::qkv_proj_offloaded,
      "save_and_offload_only_these_names(offloaded: query_proj, value_proj, key_proj; device -> pinned_host)"},
-    {Remat::minimal_offloaded, "minimal_offloaded",
-     "offload_dot_with_no_batch_dims(offload_src=device, offload_dst=pinned_host)"},
+    {Remat::minimal_offloaded, "offload_dot_with_no_batch_dims(offload_src=device, offload_dst=pinned_host)"},
 };
 
 const RematInfo& info(Remat remat) {
@@ -59,7 +46,7 @@ const RematInfo& info(Remat remat) {
 }  // namespace
 
 std::string_view remat_name(Remat remat) {
-    return info(remat).name;
+    return kRematNames[static_cast<std::size_t>(remat)];
 }
 
 std::string_view remat_jax_policy(Remat remat) {
@@ -67,9 +54,7 @@ std::string_view remat_jax_policy(Remat remat) {
 }
 
 std::vector<std::string> remat_names() {
-    std::vector<std::string> names;
-    for (const auto& r : kRemats) names.emplace_back(r.name);
-    return names;
+    return {kRematNames.begin(), kRematNames.end()};
 }
 
 std::string_view attention_name(Attention attention) {

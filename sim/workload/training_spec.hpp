@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/dtype.hpp"
+#include "workload/training_keys.hpp"
 
 namespace podsim::workload {
 
@@ -48,25 +49,33 @@ Keep remat_keep(Remat remat, ActivationName name, bool weight_matmul, bool dot);
 // Attention kernels (MaxText `attention`): dot_product materialises the S x S scores in HBM;
 // flash (Pallas splash attention on TPU, FlashAttention-2) streams them through on-chip memory.
 enum class Attention { dot_product, flash };
+static_assert(kOptimizerNames.size() == static_cast<std::size_t>(Optimizer::sgd) + 1);
+static_assert(kRematNames.size() == static_cast<std::size_t>(Remat::minimal_offloaded) + 1);
+// training.attention's choices are kAttentionChoices (with the alias mha); its default is the first.
+static_assert(kAttentionChoices[0] == "dot_product" && static_cast<int>(Attention::dot_product) == 0);
+
+// Defaults: training_keys.hpp.
 
 struct TrainingSpec {
     std::int64_t global_batch = 0;  // sequences (images) per optimizer step
     int seq_len = 0;                // text models
-    int microbatches = 1;           // gradient accumulation steps
-    core::DType dtype = core::DType::bf16;
-    core::DType param_dtype = core::DType::fp32;
-    Optimizer optimizer = Optimizer::adam;
-    Remat remat = Remat::none;
+    int microbatches = static_cast<int>(training_key("training.microbatches").integer_default());
+    core::DType dtype = training_key("training.dtype").choice_default<core::DType>();
+    core::DType param_dtype = training_key("training.param_dtype").choice_default<core::DType>();
+    Optimizer optimizer = training_key("training.optimizer").choice_default<Optimizer>();
+    Remat remat = training_key("training.remat").choice_default<Remat>();
     // fp32 master copy of bf16 parameters kept by the optimizer (mixed precision), if any.
     std::optional<core::DType> master_dtype;
     // Megatron sequence parallelism: activations between the tensor-parallel regions are split
     // along the sequence over the tensor axis; all-gather before and reduce-scatter after them
     // replace the all-reduce.
-    bool tensor_sequence = false;
-    Attention attention = Attention::dot_product;
+    bool tensor_sequence = training_key("training.tensor_sequence").boolean_default();
+    Attention attention = training_key("training.attention").choice_default<Attention>();
     // Query and key/value block of the flash kernel, in tokens: causal attention skips the blocks
     // above the diagonal. 512 is MaxText's default (base.yml sa_block_q / sa_block_kv).
     int flash_block = 512;
+
+    bool operator==(const TrainingSpec&) const = default;
 };
 
 std::string_view optimizer_name(Optimizer optimizer);

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -211,4 +212,20 @@ TEST_CASE("a sweep process killed mid-run resumes to a complete result") {
     CHECK(done.size() == plan.size());
     CHECK(std::set<std::size_t>(done.begin(), done.end()).size() == plan.size());
     for (std::size_t i = 0; i < done.size(); ++i) CHECK(done[i] == i);
+}
+
+TEST_CASE("CSV writes whole numbers as integers and reads them back exactly") {
+    // Byte counts above 1e9 used to print as 1.07632077e+10 (9 significant digits), losing bytes.
+    auto plan = config::SweepPlan::load(test::source_path("tests/data/sweeps/small.yaml"));
+    fs::path out = fresh_dir("integers");
+    auto options = quiet(out, 1);
+    options.limit = 1;
+    auto summary = sweep::run_sweep(plan, options);
+    REQUIRE(!summary.ranked.empty());
+    const sweep::Row& row = summary.ranked.front();
+    REQUIRE(row.capacity_bytes > 1e9);  // HBM of a TPU chip
+    std::string csv = read(out / "results.csv");
+    CHECK(csv.find("e+") == std::string::npos);
+    CHECK(csv.find(fmt::format(",{},", std::llround(row.capacity_bytes))) != std::string::npos);
+    CHECK(csv.find(fmt::format(",{},", std::llround(row.peak_bytes))) != std::string::npos);
 }
