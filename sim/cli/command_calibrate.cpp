@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -11,6 +12,7 @@
 
 #include "config/load.hpp"
 #include "profile/calibrate.hpp"
+#include "profile/whole_run_suite.hpp"
 
 namespace podsim::cli {
 namespace {
@@ -22,6 +24,16 @@ struct CalibrateCommand {
 
 int command_calibrate(const CalibrateCommand& c) {
     std::vector<profile::CalibrationCase> cases;
+    std::vector<std::string> params =
+        c.params.empty() ? std::vector<std::string>{"mxu_efficiency_jax",  "mxu_efficiency_pytorch_xla",
+                                                    "hbm_efficiency",      "op_overhead",
+                                                    "ici_link_efficiency", "collective_overhead"}
+                         : split(c.params, ',');
+    // Whole-run cases (whole_run: blocks, hundreds of steps each) answer only for the host and
+    // compile parameters; with others they would cost time and pin nothing.
+    const bool host_params = std::any_of(params.begin(), params.end(), [](const std::string& p) {
+        return profile::is_whole_run_parameter(p);
+    });
     if (!c.profiles.empty()) {
         run::RunSpec spec = config::load_run_file(resolve_config(c.config));
         for (const auto& p : c.profiles) cases.push_back(profile::case_from_profile(p, spec, p));
@@ -36,6 +48,11 @@ int command_calibrate(const CalibrateCommand& c) {
     if (!c.suite.empty()) {
         for (const auto& v : config::load_validation_suite(c.suite)) {
             profile::CalibrationCase cc{v.id, v.run, {}};
+            if (v.run.whole_run) {
+                if (host_params) cc.targets = profile::whole_run_targets(v);
+                if (!cc.targets.empty()) cases.push_back(std::move(cc));
+                continue;
+            }
             if (v.measured.count("step_time_s")) {
                 cc.targets.push_back({profile::Target::Kind::step_time, "", v.measured.at("step_time_s")});
             }
@@ -49,11 +66,6 @@ int command_calibrate(const CalibrateCommand& c) {
     if (cases.empty())
         option_error("calibrate", "",
                      "give --profile FILE (with a config), --case CONFIG=PROFILE or --suite DIR");
-    std::vector<std::string> params =
-        c.params.empty() ? std::vector<std::string>{"mxu_efficiency_jax",  "mxu_efficiency_pytorch_xla",
-                                                    "hbm_efficiency",      "op_overhead",
-                                                    "ici_link_efficiency", "collective_overhead"}
-                         : split(c.params, ',');
     // Progress on stderr: in place on a terminal, otherwise one line per fit (logs stay short).
     const bool tty = ::isatty(2) == 1;
     int last_fit = 0;

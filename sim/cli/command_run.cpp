@@ -10,12 +10,14 @@
 #include "core/diagnostics.hpp"
 #include "report/format.hpp"
 #include "run/simulate.hpp"
+#include "training_run/whole_run.hpp"
+#include "training_run/whole_run_format.hpp"
 
 namespace podsim::cli {
 namespace {
 
 struct RunOptions {
-    std::string config, format = "table", trace_path, dump;
+    std::string config, format = "table", trace_path, dump, metrics_path;
 };
 
 std::string dump_mapping(const run::Simulation& sim) {
@@ -108,12 +110,42 @@ std::string dump_timeline(const run::Simulation& sim) {
     return out;
 }
 
+std::ofstream open_output(const std::string& path) {
+    std::ofstream out(path);
+    if (!out) {
+        core::Diagnostics d;
+        d.error({path, 0, 0}, "", "cannot write the file");
+        throw core::UserError(d);
+    }
+    return out;
+}
+
+// A config with a whole_run: block: the step as usual, then the run of many steps.
+int command_whole_run(const RunOptions& o, const run::RunSpec& spec, const run::Simulation& sim) {
+    training_run::WholeRun whole = training_run::simulate_whole_run(spec, *spec.whole_run);
+    if (o.format == "json") {
+        std::cout << training_run::whole_run_json(whole);
+    } else {
+        std::cout << report::format_table(sim.report) << "\n" << training_run::format_whole_run(whole);
+    }
+    if (!o.trace_path.empty()) {
+        open_output(o.trace_path) << training_run::whole_run_trace(whole);
+        if (o.format != "json") std::cout << fmt::format("\ntrace written to {}\n", o.trace_path);
+    }
+    if (!o.metrics_path.empty()) {
+        open_output(o.metrics_path) << training_run::metrics_report(whole);
+        if (o.format != "json") std::cout << fmt::format("metrics report written to {}\n", o.metrics_path);
+    }
+    return 0;
+}
+
 int command_run(const RunOptions& o) {
     const std::string& format = o.format;
     const std::string& trace_path = o.trace_path;
     const std::string& dump = o.dump;
     run::RunSpec spec = config::load_run_file(resolve_config(o.config));
     run::Simulation sim = run::simulate(spec);
+    if (spec.whole_run && dump.empty()) return command_whole_run(o, spec, sim);
     if (dump == "opgraph") {
         std::cout << dump_opgraph(sim);
     } else if (dump == "mapping") {
@@ -148,7 +180,11 @@ Command add_run_command(CLI::App& app) {
         app.add_subcommand("run", "simulate one step of a run config (default: configs/default.yaml)");
     cmd->add_option("config", o->config, "run config (podsim.run/v1)");
     cmd->add_option("--format", o->format, "table or json")->check(CLI::IsMember({"table", "json"}));
-    cmd->add_option("--trace", o->trace_path, "write a Chrome trace (Perfetto) of the predicted step");
+    cmd->add_option(
+        "--trace", o->trace_path,
+        "write a Chrome trace (Perfetto) of the predicted step (of the whole run with whole_run:)");
+    cmd->add_option("--metrics-report", o->metrics_path,
+                    "with whole_run: write the run's counters as torch_xla's metrics_report() lays them out");
     cmd->add_option("--dump", o->dump,
                     "print one stage instead of the report: opgraph, mapping, program, timeline")
         ->check(CLI::IsMember({"opgraph", "mapping", "program", "timeline"}));

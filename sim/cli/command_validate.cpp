@@ -8,7 +8,9 @@
 #include "profile/compare.hpp"
 #include "profile/measured_profile.hpp"
 #include "profile/suite.hpp"
+#include "profile/whole_run_compare.hpp"
 #include "run/simulate.hpp"
+#include "training_run/whole_run.hpp"
 
 namespace podsim::cli {
 namespace {
@@ -23,6 +25,16 @@ int command_validate_profile(const std::string& config_path, const std::vector<s
                              const std::string& format, int steps) {
     run::RunSpec spec = config::load_run_file(resolve_config(config_path));
     run::Simulation sim = run::simulate(spec);
+    if (spec.whole_run) {
+        // Counts, compilation and the gap between executions over the run the config describes.
+        auto whole = training_run::simulate_whole_run(spec, *spec.whole_run);
+        for (const auto& file : profiles) {
+            auto comparison = profile::compare_whole_run(whole, profile::read_profile(file));
+            std::cout << (format == "json" ? profile::whole_run_comparison_json(comparison)
+                                           : profile::format_whole_run_comparison(comparison));
+        }
+        return 0;
+    }
     for (const auto& file : profiles) {
         auto measured = profile::with_steps(profile::read_profile(file), steps);
         auto comparison = profile::compare(sim.report, measured, spec.topology.chip.mxu_tile);
@@ -61,7 +73,7 @@ Command add_validate_command(CLI::App& app) {
     cmd->add_option("config", o->config, "run config (default: configs/default.yaml)");
     cmd->add_option("--profile", o->profiles,
                     "measured profile: Chrome trace (.json/.json.gz), .xplane.pb, pod_viewer JSON, HLO op "
-                    "stats CSV, PyTorch/XLA metrics report");
+                    "stats CSV, PyTorch/XLA metrics report, PT_XLA_DEBUG log (whole runs)");
     cmd->add_option("--steps", o->steps,
                     "steps the profile covers, for profiles without step markers (HLO op stats)")
         ->check(CLI::PositiveNumber);

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -11,6 +12,7 @@
 
 #include "core/diagnostics.hpp"
 #include "profile/measured_profile.hpp"
+#include "profile/whole_run_suite.hpp"
 #include "run/simulate.hpp"
 
 namespace podsim::profile {
@@ -32,6 +34,8 @@ double predicted(const report::RunReport& r, const Target& t) {
             return r.step_time_s;
         case Target::Kind::execution_time:
             return r.step_time_s - r.host_s;
+        case Target::Kind::whole_run:
+            return 0.0;  // residuals() asks the whole run
         case Target::Kind::all_reduce_fraction:
         case Target::Kind::category_time:
             // A profile's host time is all time with no device op running: host and idle.
@@ -105,8 +109,22 @@ std::vector<double> residuals(const std::vector<CalibrationCase>& cases, const c
     for (const auto& c : cases) {
         run::RunSpec spec = c.spec;
         spec.calibration = calibration;
+        // A parameter the case sets itself is part of what was measured: it stays the case's.
+        static const cost::Calibration defaults = cost::Calibration::defaults();
+        for (const auto& p : cost::calibration_parameters()) {
+            if (c.spec.calibration.*(p.field) != defaults.*(p.field))
+                spec.calibration.*(p.field) = c.spec.calibration.*(p.field);
+        }
         auto report = run::simulate(spec).report;
-        for (const auto& t : c.targets) out.push_back((predicted(report, t) - t.measured) / t.measured);
+        std::optional<training_run::WholeRun> whole;
+        for (const auto& t : c.targets) {
+            double p = predicted(report, t);
+            if (t.kind == Target::Kind::whole_run && spec.whole_run) {
+                if (!whole) whole = training_run::simulate_whole_run(spec, *spec.whole_run);
+                p = whole_run_quantity(*whole, t.category).value_or(0.0);
+            }
+            out.push_back((p - t.measured) / t.measured);
+        }
     }
     if (tracker) tracker->simulated(cases.size());
     return out;
@@ -134,6 +152,7 @@ std::string target_name(const Target& t) {
         case Target::Kind::all_reduce_fraction:
             return "all_reduce_fraction";
         case Target::Kind::category_time:
+        case Target::Kind::whole_run:
             return t.category;
     }
     return t.category;
@@ -326,6 +345,22 @@ CalibrationCase case_from_profile(const std::string& id, const run::RunSpec& spe
                                   const std::string& profile_path) {
     MeasuredProfile measured = read_profile(profile_path);
     CalibrationCase c{id, spec, {}};
+    if (spec.whole_run) {
+        // A whole run: what the profile times over the run (traces: steps and the time without
+        // device work; metrics reports: each metric's mean per sample).
+        if (measured.format == "chrome-trace") {
+            if (measured.step_time_s > 0)
+                c.targets.push_back({Target::Kind::whole_run, "mean_step_s", measured.step_time_s});
+            if (auto it = measured.category_s.find("host"); it != measured.category_s.end() && it->second > 0)
+                c.targets.push_back({Target::Kind::whole_run, "time_without_device_s", it->second});
+        }
+        for (const auto& [name, total] : measured.metric_totals_s) {
+            auto count = measured.metric_counts.find(name);
+            if (count != measured.metric_counts.end() && count->second > 0 && total > 0)
+                c.targets.push_back({Target::Kind::whole_run, "mean:" + name, total / count->second});
+        }
+        return c;
+    }
     const bool executions_only = measured.format == "pytorch-xla-metrics";
     if (measured.step_time_s > 0) {
         c.targets.push_back({executions_only ? Target::Kind::execution_time : Target::Kind::step_time, "",

@@ -13,8 +13,15 @@ namespace podsim::profile {
 struct Target {
     // execution_time: the step without its host time (a metrics report's ExecuteTime);
     // category_time "host" is the host time per step, "compile" compilation per step.
-    enum class Kind { step_time, category_time, all_reduce_fraction, execution_time } kind = Kind::step_time;
-    std::string category;  // for category_time
+    // whole_run: a quantity of the run's whole_run: block by name (profile/whole_run_suite.hpp).
+    enum class Kind {
+        step_time,
+        category_time,
+        all_reduce_fraction,
+        execution_time,
+        whole_run
+    } kind = Kind::step_time;
+    std::string category;  // for category_time; the quantity for whole_run
     double measured = 0.0;
 };
 

@@ -50,6 +50,10 @@ Comparison compare(const report::RunReport& predicted, const MeasuredProfile& me
         c.notes.push_back(fmt::format("warning: a TPU profile ({}) compared with a prediction for {}",
                                       measured.format, predicted.topology));
     }
+    if (measured.format == "pt-xla-debug")
+        c.notes.push_back(
+            "a PT_XLA_DEBUG log holds counts, not times: give the config a whole_run: block to "
+            "compare them with a whole run");
     std::map<std::string, double> pred;
     for (const auto& s : predicted.op_stats) {
         if (s.category != "host") pred[s.category] = s.time_s;

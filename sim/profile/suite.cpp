@@ -14,6 +14,7 @@
 #include "cost/calibration.hpp"
 #include "profile/calibrate.hpp"
 #include "profile/pod_viewer.hpp"
+#include "profile/whole_run_suite.hpp"
 #include "run/collective_run.hpp"
 #include "run/simulate.hpp"
 
@@ -101,6 +102,13 @@ std::string_view status_name(CaseStatus status) {
 std::vector<CaseResult> evaluate_suite(const std::vector<config::ValidationCase>& cases) {
     std::vector<CaseResult> results;
     for (const auto& c : cases) {
+        if (c.run.whole_run) {
+            for (auto& r : evaluate_whole_run_case(c)) {
+                r.calibrates = parameters_calibrated_on(r.id);
+                results.push_back(std::move(r));
+            }
+            continue;
+        }
         run::Simulation sim = run::simulate(c.run);
         const auto& report = sim.report;
         CaseResult r;
@@ -226,12 +234,15 @@ namespace {
 std::string value_text(const CaseResult& r, double v) {
     if (r.metric == "step_time_s") return fmt::format("{:.3f} s", v);
     if (r.metric == "time_s") return core::format_seconds(v);
+    if (r.metric.size() > 2 && r.metric.compare(r.metric.size() - 2, 2, "_s") == 0)
+        return core::format_seconds(v);
     if (r.metric == "median_rel_error") return v == 0.0 ? std::string("(per op)") : fmt::format("{:.2f}", v);
     return fmt::format("{:.3f}", v);
 }
 std::string error_text(const CaseResult& r) {
     if (r.relative) return fmt::format("{:+.1f}%", 100.0 * r.error);
-    if (r.metric == "time_s") return (r.error >= 0 ? "+" : "-") + core::format_seconds(std::fabs(r.error));
+    if (r.metric == "time_s" || (r.metric.size() > 2 && r.metric.compare(r.metric.size() - 2, 2, "_s") == 0))
+        return (r.error >= 0 ? "+" : "-") + core::format_seconds(std::fabs(r.error));
     if (r.metric == "median_rel_error") return fmt::format("{:.0f}%", 100.0 * r.error);
     return fmt::format("{:+.3f}", r.error);
 }
@@ -252,6 +263,7 @@ std::string memory_text(const CaseResult& r) {
 }
 std::string mfu_text(const CaseResult& r) {
     if (r.metric == "time_s" || r.metric == "median_rel_error") return "";
+    if (r.predicted_mfu == 0.0 && r.measured_mfu == 0.0) return "";  // whole-run quantities
     std::string s = fmt::format("{:.1f}%", 100.0 * r.predicted_mfu);
     if (r.measured_mfu > 0) s += fmt::format(" / {:.1f}%", 100.0 * r.measured_mfu);
     return s;
@@ -296,10 +308,10 @@ std::string format_suite_markdown(const std::vector<CaseResult>& results) {
             status += " (below)";
             reasons += fmt::format("- **{}**: {}\n", r.id, r.expected_miss);
         }
-        out += fmt::format("| {} | {} | {} | {}{} | {} | {} | {} | {} | {} | {} | {} |\n", r.id, r.metric,
-                           value_text(r, r.predicted), value_text(r, r.measured),
-                           r.derived ? " (derived)" : "", error_text(r), tolerance_text(r), mfu_text(r),
-                           memory_text(r), status, role_text(r), r.source);
+        out += fmt::format("| {} | {} | {} | {}{} | {} | {} | {} | {} | {} | {} | {} | {} |\n", r.id,
+                           r.metric, value_text(r, r.predicted), value_text(r, r.measured),
+                           r.derived ? " (derived)" : "", error_text(r), tolerance_text(r), left_out_text(r),
+                           mfu_text(r), memory_text(r), status, role_text(r), r.source);
     }
     if (double median = left_out_median(results); median >= 0) {
         out += fmt::format(

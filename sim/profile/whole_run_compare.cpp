@@ -79,13 +79,11 @@ WholeRunComparison compare_whole_run(const training_run::WholeRun& w, const Meas
         }
     } else {
         // A trace: its steps' mean duration and the time per step with no device work.
-        if (m.step_time_s > 0) {
-            const double predicted = w.train_steps > 0 ? w.steady_train_step_s : w.steady_eval_step_s;
-            add_row(c, "step time (steady state)", "s", predicted, m.step_time_s);
-        }
+        const int steps = std::max<int>(1, static_cast<int>(w.steps.size()));
+        if (m.step_time_s > 0)
+            add_row(c, "step time (mean over the run)", "s", w.run_time_s / steps, m.step_time_s);
         // The reader's host time: the profile's time with no device work, per step.
         const double executing = metric("ExecuteTime").total_s;
-        const int steps = std::max<int>(1, static_cast<int>(w.steps.size()));
         auto host = m.category_s.find("host");
         add_row(c, "time without device work", "s per step", (w.run_time_s - executing) / steps,
                 host != m.category_s.end() ? host->second : 0.0);

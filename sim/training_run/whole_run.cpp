@@ -165,6 +165,9 @@ class LengthSampler {
         return static_cast<int>(std::clamp(x, static_cast<double>(l_.min), static_cast<double>(l_.max)));
     }
     std::size_t pick_bucket() {
+        PODSIM_ASSERT(!l_.buckets.empty(), "a bucket distribution without buckets");
+        if (l_.weights.size() != l_.buckets.size())
+            return static_cast<std::size_t>(rng_() % l_.buckets.size());
         double total = 0.0;
         for (double w : l_.weights) total += w;
         double x = unit() * total;
@@ -332,7 +335,9 @@ class Builder {
 
 double mean_of_last(const std::vector<double>& values, int window) {
     if (values.empty()) return 0.0;
-    const std::size_t n = std::min(values.size(), static_cast<std::size_t>(std::max(1, window)));
+    // At most the second half of the steps, so that a short run's warm-up is not its steady state.
+    const std::size_t n = std::min({values.size(), static_cast<std::size_t>(std::max(1, window)),
+                                    std::max<std::size_t>(1, values.size() / 2)});
     double total = 0.0;
     for (std::size_t i = values.size() - n; i < values.size(); ++i) total += values[i];
     return total / static_cast<double>(n);
@@ -412,6 +417,7 @@ WholeRun simulate_whole_run(const run::RunSpec& spec, const RunPlan& plan) {
     w.train_steps = static_cast<int>(train_durations.size());
     w.eval_steps = static_cast<int>(eval_durations.size());
     w.steady_train_step_s = mean_of_last(train_durations, plan.steady_window);
+    w.steady_window = std::min(plan.steady_window, std::max(1, w.train_steps / 2));
     w.steady_eval_step_s = mean_of_last(eval_durations, plan.steady_window);
     w.warmup_loss_s = std::max(0.0, w.train_time_s - w.steady_train_step_s * w.train_steps);
 
@@ -439,8 +445,10 @@ WholeRun simulate_whole_run(const run::RunSpec& spec, const RunPlan& plan) {
     // Gaps: over the run, and over the steady window of the last phase (train if any).
     const bool steady_on_train = w.train_steps > 0;
     int window_from = 0, seen = 0;
+    const int phase_steps = steady_on_train ? w.train_steps : w.eval_steps;
+    const int window = std::min(plan.steady_window, std::max(1, phase_steps / 2));
     for (std::size_t s = planned.size(); s-- > 0;) {
-        if (planned[s].eval == !steady_on_train && seen < plan.steady_window) {
+        if (planned[s].eval == !steady_on_train && seen < window) {
             window_from = static_cast<int>(s);
             ++seen;
         }

@@ -56,6 +56,7 @@ struct WholeRun {
     int eval_steps = 0;
     double train_time_s = 0.0;
     double eval_time_s = 0.0;
+    int steady_window = 0;             // train steps averaged: the plan's, at most half of them
     double steady_train_step_s = 0.0;  // mean of the last steady_window train steps
     double steady_eval_step_s = 0.0;
     double warmup_loss_s = 0.0;  // train time above train steps x steady step

@@ -49,7 +49,7 @@ std::string format_whole_run(const WholeRun& w) {
                                   w.train_steps / w.train_time_s));
         line("  steady state",
              fmt::format("{} per step, {:.2f} steps/s (last {} steps)", format_seconds(w.steady_train_step_s),
-                         1.0 / w.steady_train_step_s, std::min(w.train_steps, 100)));
+                         1.0 / w.steady_train_step_s, w.steady_window));
         line("  lost to warm-up", format_seconds(w.warmup_loss_s));
     }
     if (w.eval_steps > 0) {
@@ -73,7 +73,8 @@ std::string format_whole_run(const WholeRun& w) {
                                                format_seconds(metric("TransferFromServerTime").total_s)));
     line("gap between executions", fmt::format("{} steady, {} mean over the run",
                                                format_seconds(w.steady_gap_s), format_seconds(w.mean_gap_s)));
-    out += "\nPyTorch/XLA metrics (torch_xla.debug.metrics names)\n";
+    out += w.framework == "pytorch-xla" ? "\nPyTorch/XLA metrics (torch_xla.debug.metrics names)\n"
+                                        : "\ncounters (under PyTorch/XLA's metric names, for comparison)\n";
     for (const char* name : kMetricOrder) {
         auto m = metric(name);
         out += fmt::format("  {:<24} {:>8} samples  {:>12}\n", name, m.count, format_seconds(m.total_s));

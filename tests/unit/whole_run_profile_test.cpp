@@ -10,6 +10,7 @@
 #include "profile/compare.hpp"
 #include "profile/pt_xla_debug.hpp"
 #include "profile/whole_run_compare.hpp"
+#include "profile/whole_run_suite.hpp"
 #include "report/format.hpp"
 #include "support.hpp"
 #include "training_run/whole_run.hpp"
@@ -140,4 +141,36 @@ TEST_CASE("validate reads the seed's PT_XLA_DEBUG lines against a whole-run pred
     CHECK(c.rows[0].measured == doctest::Approx(16.0 / 17.0));  // the seed: 16 in 17
     REQUIRE(c.predicted_debug.size() == 1);
     CHECK(c.predicted_debug[0] == "pt-xla-profiler: CompileTime too frequent: 17 counts during 17 steps");
+}
+
+TEST_CASE("calibrate fits host costs of whole runs: the 002 gaps, and tracing from a whole-run trace") {
+    // The two gap cases of the suite, fitted from a wrong start: FetchTensorData 4.185 us per tensor
+    // (6.5 ms over BERT-Large's 1,553 synced tensors) and a 2.5 ms launch.
+    std::vector<profile::CalibrationCase> cases;
+    for (const auto& v : config::load_validation_suite(test::source_path("tests/validation"))) {
+        if (v.id == "002-bert-large-gap-before" || v.id == "002-bert-large-gap-after")
+            cases.push_back({v.id, v.run, profile::whole_run_targets(v)});
+    }
+    REQUIRE(cases.size() == 2);
+    auto start = cost::Calibration::defaults();
+    start.fetch_per_tensor_pytorch_xla = 1e-6;
+    start.launch_per_execution_pytorch_xla = 1e-3;
+    auto fit = profile::calibrate(cases, {"fetch_per_tensor_pytorch_xla", "launch_per_execution_pytorch_xla"},
+                                  start);
+    CHECK(fit.fitted.fetch_per_tensor_pytorch_xla == doctest::Approx(4.185e-6).epsilon(0.02));
+    CHECK(fit.fitted.launch_per_execution_pytorch_xla == doctest::Approx(2.5e-3).epsilon(0.02));
+
+    // A host-bound whole run traced with tracing at 200 us per op; fitted from the default.
+    auto spec = test::load_config("configs/unit-qnli-train.yaml");
+    spec.whole_run->train_steps = 60;
+    spec.whole_run->lengths = {};
+    auto truth = spec;
+    truth.calibration.trace_per_op_pytorch_xla = 200e-6;
+    auto w = training_run::simulate_whole_run(truth, *truth.whole_run);
+    const std::string path = write_temp("podsim-whole-run-cal", training_run::whole_run_trace(w));
+    auto c = profile::case_from_profile("trace", spec, path);
+    CHECK(c.targets.size() == 2);
+    auto traced = profile::calibrate({c}, {"trace_per_op_pytorch_xla"}, spec.calibration);
+    CHECK(traced.fitted.trace_per_op_pytorch_xla == doctest::Approx(200e-6).epsilon(0.02));
+    std::filesystem::remove(path);
 }
