@@ -3,7 +3,7 @@ BUILD       ?= build
 ASAN_BUILD  ?= build-asan
 JOBS        ?= $(shell nproc)
 DEPS        := g++ make cmake libyaml-cpp-dev libeigen3-dev libboost-graph-dev libfmt-dev doctest-dev \
-               libcli11-dev nlohmann-json3-dev zlib1g-dev
+               libcli11-dev nlohmann-json3-dev zlib1g-dev pybind11-dev python3-dev
 SUDO        := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 
 .PHONY: all deps build run test bench sanitize format format-check golden validation clean notebooks

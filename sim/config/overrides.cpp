@@ -121,7 +121,6 @@ run::RunSpec parse_with_overrides(YAML::Node run, const std::string& file, const
         }
         detail::set_path(run, o.path, value);
     }
-    core::throw_if_errors(d);
     core::Diagnostics parsed;
     run::RunSpec spec = parse_run_node(run, file, base_dir, parsed, nullptr);
     // A value an override brought in is the override's mistake, not the file's.

@@ -143,6 +143,21 @@ SweepPlan load_sweep_text(const std::string& yaml_text, const std::string& name,
     return SweepPlan::load_text(yaml_text, name, or_current(base_dir));
 }
 
+std::vector<ValidationResult> validate_suite(const std::string& directory) {
+    auto results = profile::evaluate_suite(config::load_validation_suite(directory));
+    fs::path collective_dir = fs::path(directory) / "collectives";
+    if (fs::is_directory(collective_dir)) {
+        auto collective =
+            profile::evaluate_collective_suite(config::load_collective_suite(collective_dir.string()));
+        results.insert(results.end(), collective.begin(), collective.end());
+    }
+    return results;
+}
+
+std::string validation_json(const std::vector<ValidationResult>& results) {
+    return profile::format_suite_json(results);
+}
+
 std::string explain(std::string_view what) {
     auto known = config::explainable();
     if (std::find(known.begin(), known.end(), what) == known.end()) {

@@ -19,6 +19,7 @@
 #include "config/sweep_file.hpp"
 #include "core/assert.hpp"
 #include "core/diagnostics.hpp"
+#include "profile/suite.hpp"
 #include "report/run_report.hpp"
 #include "run/collective_run.hpp"
 #include "run/run_spec.hpp"
@@ -98,6 +99,15 @@ using SweepSummary = sweep::SweepSummary;
 SweepPlan load_sweep(const std::string& path);
 SweepPlan load_sweep_text(const std::string& yaml_text, const std::string& name = "<text>",
                           const std::filesystem::path& base_dir = {});
+
+// ------------------------------------------------------------------ validation
+
+using ValidationResult = profile::CaseResult;
+
+// Every published case of a podsim.validation/v1 directory, and of its collectives/ subdirectory
+// when there is one (`podsim validate --suite DIR`); validation_json is its `--format json`.
+std::vector<ValidationResult> validate_suite(const std::string& directory);
+std::string validation_json(const std::vector<ValidationResult>& results);
 
 // ------------------------------------------------------------------ documentation
 

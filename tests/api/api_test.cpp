@@ -49,7 +49,9 @@ TEST_CASE("override mistakes are reported at the override, all at once with the 
                                         podsim::parse_override("training.remat=ful")});
           }) ==
           "--set training.global_bach=256: error: training.global_bach: 'training.global_bach' is not a key "
-          "of a run config (did you mean 'training.global_batch'?)\n");
+          "of a run config (did you mean 'training.global_batch'?)\n"
+          "--set training.remat=ful: error: training.remat: 'ful' is not one of none, full, save_dots, "
+          "attention (did you mean 'full'?)\n");
     CHECK(errors_of([&] { podsim::load_run(config, {podsim::parse_override("training.remat=ful")}); }) ==
           "--set training.remat=ful: error: training.remat: 'ful' is not one of none, full, save_dots, "
           "attention "
