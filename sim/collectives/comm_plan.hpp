@@ -3,22 +3,14 @@
 #include <vector>
 
 #include "collectives/collective_kind.hpp"
+#include "network/flow.hpp"
 #include "network/torus.hpp"
 
 namespace podsim::collectives {
 
-// Bytes moving over a fixed path of directed torus links, at whatever rate the network gives them.
-struct Flow {
-    std::vector<int> links;  // Torus link ids, in path order
-    double bytes = 0.0;
-};
-
-// A step of a collective: after `latency`, all flows run concurrently; the phase ends when the last
-// one has arrived.
-struct CommPhase {
-    double latency = 0.0;  // seconds: hops x hop latency (plus, on the first phase, the launch overhead)
-    std::vector<Flow> flows;
-};
+// A collective's flows and phases, as the flow network (network/flow_network.hpp) runs them.
+using Flow = network::Flow;
+using CommPhase = network::FlowPhase;
 
 struct CommPlan {
     CollectiveKind kind = CollectiveKind::all_gather;

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "config/run_spec.hpp"
 #include "hardware/topology_spec.hpp"
-#include "run/run_spec.hpp"
 #include "workload/model_spec.hpp"
 
 namespace podsim::config {
@@ -22,9 +22,9 @@ std::optional<std::filesystem::path> default_config_path();
 
 // Each loader reads and validates a whole file and throws core::UserError listing every mistake
 // (FILE:LINE:COL: error: key.path: message) when there is any.
-run::RunSpec load_run_file(const std::string& path);
-run::RunSpec load_run_text(const std::string& yaml_text, const std::string& name,
-                           const std::filesystem::path& base_dir);
+RunSpec load_run_file(const std::string& path);
+RunSpec load_run_text(const std::string& yaml_text, const std::string& name,
+                      const std::filesystem::path& base_dir);
 workload::ModelSpec load_model_file(const std::string& path);
 hardware::TopologySpec load_topology_file(const std::string& path);
 // A topology by bare name or path, as a run config's `topology:` would take it.
@@ -36,7 +36,7 @@ struct ValidationCase {
     std::string file;
     std::string source;
     std::string notes;
-    run::RunSpec run;
+    RunSpec run;
     std::map<std::string, double> measured;   // step_time_s, mfu_6n, all_reduce_fraction, ...
     std::map<std::string, double> tolerance;  // step_time_rel, all_reduce_fraction_abs, ...
     bool derived = false;                     // measured value derived from published throughput/MFU

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "config/load.hpp"
+#include "config/parse.hpp"
 #include "config/run_paths.hpp"
 #include "config/schema.hpp"
 #include "config/yaml_reader.hpp"
@@ -11,11 +12,6 @@
 namespace podsim::config {
 
 namespace fs = std::filesystem;
-
-// Defined in load.cpp: parses a run config tree (with its file for messages).
-struct LoadCache;
-run::RunSpec parse_run_node(const YAML::Node& root, const std::string& file, const fs::path& base_dir,
-                            core::Diagnostics& d, LoadCache* cache);
 
 namespace detail {
 
@@ -100,8 +96,8 @@ bool below(const std::string& key_path, const std::string& path) {
 }
 
 // Applies the overrides to `run` (the run config tree), parses it and throws every mistake.
-run::RunSpec parse_with_overrides(YAML::Node run, const std::string& file, const fs::path& base_dir,
-                                  const std::vector<Override>& overrides, const std::string& prefix) {
+RunSpec parse_with_overrides(YAML::Node run, const std::string& file, const fs::path& base_dir,
+                             const std::vector<Override>& overrides, const std::string& prefix) {
     core::Diagnostics d;
     if (!run.IsMap()) {
         d.error(detail::location_of(run, file), prefix, "expected a run config (a mapping)");
@@ -122,15 +118,15 @@ run::RunSpec parse_with_overrides(YAML::Node run, const std::string& file, const
         detail::set_path(run, o.path, value);
     }
     core::Diagnostics parsed;
-    run::RunSpec spec = parse_run_node(run, file, base_dir, parsed, nullptr);
+    RunSpec spec = parse_run(run, file, base_dir, prefix, parsed);
     // A value an override brought in is the override's mistake, not the file's.
     for (const auto& item : parsed.items()) {
-        core::Diagnostic moved = item;
-        if (!prefix.empty()) moved.key_path = prefix + "." + moved.key_path;
+        core::SourceLocation location = item.location;
         for (const auto& o : overrides) {
-            if (below(item.key_path, o.path)) moved.location = {o.origin, 0, 0};
+            if (below(item.key_path, prefix.empty() ? o.path : prefix + "." + o.path))
+                location = {o.origin, 0, 0};
         }
-        d.error(moved.location, moved.key_path, moved.message);
+        d.error(location, item.key_path, item.message);
     }
     core::throw_if_errors(d);
     return spec;
@@ -138,7 +134,7 @@ run::RunSpec parse_with_overrides(YAML::Node run, const std::string& file, const
 
 }  // namespace
 
-run::RunSpec load_run_file(const std::string& path, const std::vector<Override>& overrides) {
+RunSpec load_run_file(const std::string& path, const std::vector<Override>& overrides) {
     if (overrides.empty()) return load_run_file(path);
     core::Diagnostics d;
     YAML::Node root = detail::load_yaml_file(path, d);
@@ -153,8 +149,8 @@ run::RunSpec load_run_file(const std::string& path, const std::vector<Override>&
     return parse_with_overrides(root, path, base, overrides, "");
 }
 
-run::RunSpec load_run_text(const std::string& yaml_text, const std::string& name, const fs::path& base_dir,
-                           const std::vector<Override>& overrides) {
+RunSpec load_run_text(const std::string& yaml_text, const std::string& name, const fs::path& base_dir,
+                      const std::vector<Override>& overrides) {
     if (overrides.empty()) return load_run_text(yaml_text, name, base_dir);
     core::Diagnostics d;
     YAML::Node root = detail::load_yaml_string(yaml_text, name, d);

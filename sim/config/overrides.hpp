@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "run/run_spec.hpp"
+#include "config/run_spec.hpp"
 
 namespace podsim::config {
 
@@ -22,8 +22,8 @@ Override parse_override(const std::string& assignment, const std::string& origin
 // load_run_file / load_run_text of load.hpp with overrides applied to the tree first. Every mistake
 // is reported at once: unknown paths (with "did you mean"), and values an override brought in at
 // the override rather than in the file.
-run::RunSpec load_run_file(const std::string& path, const std::vector<Override>& overrides);
-run::RunSpec load_run_text(const std::string& yaml_text, const std::string& name,
+RunSpec load_run_file(const std::string& path, const std::vector<Override>& overrides);
+RunSpec load_run_text(const std::string& yaml_text, const std::string& name,
                            const std::filesystem::path& base_dir, const std::vector<Override>& overrides);
 
 }  // namespace podsim::config

@@ -40,7 +40,16 @@ const std::vector<KeyDoc>& run_schema() {
         {"training.param_dtype", "enum bf16|fp16|fp32", "fp32",
          "master weights, gradients and optimizer state"},
         {"training.optimizer", "enum adam|adamw|adafactor|sgd", "adam", "optimizer (memory and update cost)"},
-        {"training.remat", "enum none|full|save_dots|attention", "none", "rematerialisation policy"},
+        {"training.remat",
+         "enum none|full|save_dots|attention|minimal|save_dot_except_mlpwi|save_dot_except_mlp|save_qkv_proj|"
+         "save_dot_with_context_except_mlp|minimal_flash|qkv_proj_offloaded|minimal_offloaded",
+         "none",
+         "rematerialisation policy; MaxText remat_policy names are accepted verbatim, each the JAX policy "
+         "docs/model.md lists (minimal = checkpoint_dots_with_no_batch_dims)"},
+        {"training.attention", "enum dot_product|mha|flash", "dot_product",
+         "attention kernel (MaxText `attention`): dot_product (alias mha) writes the S x S scores to HBM; "
+         "flash (splash attention on TPU, FlashAttention-2 on GPU) keeps them on chip and skips causal "
+         "blocks"},
         {"training.master_dtype", "enum fp32|bf16", "(none)",
          "master copy of the parameters kept by the optimizer (e.g. fp32 with param_dtype bf16)"},
         {"training.tensor_sequence", "bool", "false",

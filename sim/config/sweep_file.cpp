@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "config/load.hpp"
+#include "config/parse.hpp"
 #include "config/run_paths.hpp"
 #include "config/yaml_reader.hpp"
 #include "core/suggest.hpp"
@@ -14,13 +15,6 @@ namespace podsim::config {
 
 namespace fs = std::filesystem;
 using detail::MapReader;
-
-// Defined in load.cpp: parses a run config tree (with its file for messages), reusing model and
-// topology files already read.
-struct LoadCache;
-run::RunSpec parse_run_node(const YAML::Node& root, const std::string& file, const fs::path& base_dir,
-                            core::Diagnostics& d, LoadCache* cache);
-std::shared_ptr<LoadCache> make_load_cache();
 
 namespace {
 

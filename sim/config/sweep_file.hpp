@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "config/run_spec.hpp"
 #include "core/diagnostics.hpp"
-#include "run/run_spec.hpp"
 
 namespace YAML {
 class Node;
@@ -32,7 +32,7 @@ class SweepPlan {
 
     struct Instance {
         bool ok = false;
-        run::RunSpec spec;
+        RunSpec spec;
         std::string skip_reason;          // when !ok: the config errors, on one line
         std::vector<std::string> values;  // one per parameter name, flow YAML
         std::string run_yaml;             // the full run config of this instance, when asked for

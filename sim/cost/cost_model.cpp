@@ -37,7 +37,7 @@ OpCost CostModel::cost(const parallel::DeviceOp& op, const parallel::DeviceProgr
     if (parallel::is_collective(op.category)) {
         const parallel::CommAxis& axis = program.comm_axes[static_cast<std::size_t>(op.comm_axis)];
         // ICI collectives have no fixed cost: the flow-level network model times them in the
-        // simulation (collectives/flow_network.hpp). Only DCN, outside the torus, uses a closed form.
+        // simulation (network/flow_network.hpp). Only DCN, outside the torus, uses a closed form.
         if (axis.kind != parallel::ResourceKind::dcn) return out;
         auto t = collectives::closed_form_dcn(
             op.collective, op.collective_bytes, axis.size,
@@ -50,7 +50,7 @@ OpCost CostModel::cost(const parallel::DeviceOp& op, const parallel::DeviceProgr
     if (op.category == OpCategory::matmul) {
         const double tile = static_cast<double>(std::max(1, c_.topology.chip.mxu_tile));
         out.padded_flops = 2.0 * op.mm_batch * round_up(op.mm_m, kSublaneRows) * round_up(op.mm_n, tile) *
-                           round_up(op.mm_k, tile);
+                           round_up(op.mm_k, tile) * op.flop_scale;
         out.shape_class = matmul_shape_class(op.mm_m, op.mm_n, op.mm_k, c_.topology.chip.mxu_tile);
         out.compute_seconds = out.padded_flops / (peak_flops_ * mxu_efficiency_ *
                                                   c_.calibration.mxu_shape_factor(out.shape_class));

@@ -50,6 +50,10 @@ struct DeviceOp {
     double output_bytes = 0.0;
     bool kept_for_backward = false;
     double mm_batch = 1.0, mm_m = 0.0, mm_n = 0.0, mm_k = 0.0;  // per-chip matmul shape
+    double flop_scale = 1.0;  // executed FLOPs / (2 batch m n k): fused multi-matmul kernels, skipped blocks
+    // A matmul split in two to overlap a collective (collective matmul): the part that is not the
+    // op's first is a continuation, counted with its op in op counts.
+    bool continuation = false;
     // collective ops
     collectives::CollectiveKind collective = collectives::CollectiveKind::all_gather;
     int comm_axis = -1;             // index into DeviceProgram::comm_axes

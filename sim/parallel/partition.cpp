@@ -33,6 +33,9 @@ class Partitioner {
         tensor_ = in.mesh.ici_size_of("tensor");
         batch_div_ = static_cast<double>(data_ * fsdp_);
         param_bytes_ = static_cast<double>(core::dtype_bytes(in.training.param_dtype));
+        fsdp_bytes_ = in.runtime.fsdp_collectives_in_compute_dtype()
+                          ? static_cast<double>(core::dtype_bytes(in.training.dtype))
+                          : param_bytes_;
     }
 
     DeviceProgram run() {
@@ -125,7 +128,7 @@ class Partitioner {
 
     double gathered_bytes(const workload::ParamGroup& group) const {
         return static_cast<double>(group.params) /
-               (group.tensor_sharded ? static_cast<double>(tensor_) : 1.0) * param_bytes_;
+               (group.tensor_sharded ? static_cast<double>(tensor_) : 1.0) * fsdp_bytes_;
     }
 
     double divisor(Shard shard) const {
@@ -181,7 +184,8 @@ class Partitioner {
             d.mm_m = size(s.m);
             d.mm_n = size(s.n);
             d.mm_k = size(s.k);
-            d.flops = 2.0 * d.mm_batch * d.mm_m * d.mm_n * d.mm_k;
+            d.flop_scale = op.flop_scale;
+            d.flops = 2.0 * d.mm_batch * d.mm_m * d.mm_n * d.mm_k * op.flop_scale;
         }
         return d;
     }
@@ -200,6 +204,18 @@ class Partitioner {
         d.resource = resource_of_axis(comm_axis);
         d.param_group = -1;
         return d;
+    }
+
+    // `fraction` of a compute op's work (FLOPs and HBM traffic), for collective matmul. The part
+    // holding none of the output is a continuation.
+    static DeviceOp part_of(const DeviceOp& op, double fraction, bool continuation = false) {
+        DeviceOp part = op;
+        part.flops *= fraction;
+        part.bytes *= fraction;
+        part.flop_scale *= fraction;
+        part.continuation = continuation;
+        if (continuation) part.name += ".cm";
+        return part;
     }
 
     int emit(DeviceOp op) {
@@ -236,6 +252,7 @@ class Partitioner {
         const int data_axis = axis("data");
         const int depth = in_.runtime.async() ? std::max(0, in_.runtime.prefetch_depth) : 0;
         const bool sequence = tensor_axis >= 0 && in_.training.tensor_sequence;
+        const bool collective_matmul = sequence && in_.runtime.overlaps_collective_matmul();
         std::map<std::pair<int, int>, int> gather;  // (block, group) -> all-gather op
         std::vector<int> ready(g_.size(), -1);      // graph op -> device op holding its output
         int last_compute = mb == 0 ? -1 : last_compute_;
@@ -278,7 +295,17 @@ class Partitioner {
                 DeviceOp ag = collective(op.name + ".all-gather", CollectiveKind::all_gather, tensor_axis,
                                          bytes(op.reads[0]), op.phase, op.layer, mb);
                 ag.deps = d.deps;
-                d.deps.push_back(emit(std::move(ag)));
+                int gather_index = emit(std::move(ag));
+                if (collective_matmul) {
+                    // Ring steps: each chunk is multiplied while the next one arrives, so the matmul
+                    // waits for the gather only for its last chunk (1/N of its work).
+                    DeviceOp main = part_of(d, 1.0 - 1.0 / static_cast<double>(tensor_));
+                    main.output_bytes = 0.0;
+                    main.kept_for_backward = false;
+                    emit(std::move(main));
+                    d = part_of(d, 1.0 / static_cast<double>(tensor_), true);
+                }
+                d.deps.push_back(gather_index);
             }
             if (op.param_group >= 0) {
                 auto it = gather.find({block, op.param_group});
@@ -286,13 +313,27 @@ class Partitioner {
             }
             if (pos == 0 && host_blocks_) d.deps.push_back(host_op_);
             if (d.deps.empty() && last_compute >= 0) d.deps.push_back(last_compute);
+            const bool reduces =
+                tensor_axis >= 0 && op.kind == OpKind::matmul && op.matmul.k.shard == Shard::tensor;
+            // With collective matmul the reduce-scatter starts after the first chunk's partial sums
+            // and runs under the remaining chunks.
+            DeviceOp rest;
+            const bool split = reduces && sequence && collective_matmul;
+            if (split) {
+                rest = part_of(d, 1.0 - 1.0 / static_cast<double>(tensor_), true);
+                d = part_of(d, 1.0 / static_cast<double>(tensor_));
+                d.output_bytes = rest.output_bytes;
+                d.kept_for_backward = rest.kept_for_backward;
+                rest.output_bytes = 0.0;
+                rest.kept_for_backward = false;
+            }
             int index = emit(std::move(d));
             last_compute = index;
             ready[static_cast<std::size_t>(gi)] = index;
 
             // Partial sums over a split contraction dimension: all-reduce over `tensor`, or with
             // sequence parallelism a reduce-scatter that leaves the result split along the sequence.
-            if (tensor_axis >= 0 && op.kind == OpKind::matmul && op.matmul.k.shard == Shard::tensor) {
+            if (reduces) {
                 auto kind = sequence ? CollectiveKind::reduce_scatter : CollectiveKind::all_reduce;
                 DeviceOp& produced = p_.ops[static_cast<std::size_t>(index)];
                 DeviceOp ar = collective(op.name + (sequence ? ".reduce-scatter" : ".all-reduce"), kind,
@@ -300,6 +341,12 @@ class Partitioner {
                 if (sequence) produced.output_bytes /= static_cast<double>(tensor_);  // kept sequence-split
                 ar.deps.push_back(index);
                 ready[static_cast<std::size_t>(gi)] = emit(std::move(ar));
+                if (split) {
+                    // The compute resource runs in program order, so every later compute op also
+                    // waits for the rest of the matmul.
+                    rest.deps = {index};
+                    last_compute = emit(std::move(rest));
+                }
             }
 
             // Gradients of a group are complete after its last backward op.
@@ -314,8 +361,9 @@ class Partitioner {
     void finish_gradients(int group, int after, int mb, bool last_microbatch, int fsdp_axis, int data_axis,
                           std::vector<int>& final_grad) {
         const auto& pg = g_.param_groups[static_cast<std::size_t>(group)];
+        const double per_element = fsdp_axis >= 0 ? fsdp_bytes_ : param_bytes_;
         double full = static_cast<double>(pg.params) /
-                      (pg.tensor_sharded ? static_cast<double>(tensor_) : 1.0) * param_bytes_;
+                      (pg.tensor_sharded ? static_cast<double>(tensor_) : 1.0) * per_element;
         int last = after;
         if (fsdp_axis >= 0) {
             DeviceOp rs = collective(pg.name + ".reduce-scatter", CollectiveKind::reduce_scatter, fsdp_axis,
@@ -348,6 +396,7 @@ class Partitioner {
     long data_ = 1, fsdp_ = 1, tensor_ = 1;
     double batch_div_ = 1.0;
     double param_bytes_ = 4.0;
+    double fsdp_bytes_ = 4.0;  // per element of FSDP gathers and gradient reduce-scatters
     std::map<std::string, int> axis_index_;
     int dcn_axis_ = -1;
     int host_op_ = -1;

@@ -21,14 +21,29 @@ struct RuntimeSpec {
     // common PyTorch habit), or each process creating only its chips' shards (JAX jit with
     // shardings; PyTorch/XLA deferred init).
     std::optional<bool> host_full_init;
+    // XLA's collective matmul (async collective fusion): the sequence-parallel all-gather before a
+    // column-parallel matmul and the reduce-scatter after a row-parallel one run in ring steps under
+    // the matmul's own chunks. MaxText's TPU scripts turn it on (LIBTPU_INIT_ARGS
+    // --xla_tpu_enable_async_collective_fusion=true ..._fuse_all_gather=true
+    // ..._multiple_steps=true --xla_tpu_overlap_compute_collective_tc=true).
+    std::optional<bool> collective_matmul;
 
     // JAX/XLA issues async collective start/done pairs; PyTorch/XLA FSDP as benchmarked on TPU v4
     // ran them synchronously (PyTorch blog on FSDP GPT-2, 2023).
     bool async() const { return async_collectives.value_or(framework == Framework::jax); }
+    bool overlaps_collective_matmul() const {
+        return collective_matmul.value_or(framework == Framework::jax && async());
+    }
     // PyTorch/XLA traces the graph on the host every step before the device runs it (lazy tensors);
     // JAX dispatches asynchronously, so the host runs ahead of the device.
     bool host_blocks_device() const { return framework == Framework::pytorch_xla; }
     bool full_model_on_host() const { return host_full_init.value_or(framework == Framework::pytorch_xla); }
+    // JAX casts each parameter shard to the compute dtype inside the layer, before GSPMD inserts the
+    // all-gather the matmul needs (an elementwise convert keeps its operand's sharding), so FSDP
+    // gathers move compute-dtype weights and the transposed reduce-scatter compute-dtype gradients
+    // (MaxText layers/linears.py: `kernel = jnp.asarray(kernel, self.dtype)`). PyTorch/XLA FSDP
+    // gathers the flat parameter shards in their own dtype.
+    bool fsdp_collectives_in_compute_dtype() const { return framework == Framework::jax; }
     // PyTorch/XLA with PJRT runs one process per chip; JAX one per host.
     bool process_per_chip() const { return framework == Framework::pytorch_xla; }
 };

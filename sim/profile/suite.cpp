@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <map>
 
 #include <fmt/format.h>
 
@@ -11,6 +12,7 @@
 #include "core/diagnostics.hpp"
 #include "core/quantity.hpp"
 #include "cost/calibration.hpp"
+#include "profile/calibrate.hpp"
 #include "profile/pod_viewer.hpp"
 #include "run/collective_run.hpp"
 #include "run/simulate.hpp"
@@ -46,7 +48,41 @@ std::string role_text(const CaseResult& r) {
     return s;
 }
 
+// Leave-one-out over the suite: each parameter is re-fitted on the step-time cases that calibrate
+// it, leaving out one at a time (profile::calibrate does the leaving out).
+void add_left_out_errors(const std::vector<config::ValidationCase>& cases, std::vector<CaseResult>& results) {
+    std::map<std::string, std::vector<std::size_t>> fitted_on;
+    for (std::size_t i = 0; i < results.size(); ++i) {
+        if (results[i].metric != "step_time_s") continue;
+        for (const auto& p : results[i].calibrates) fitted_on[p].push_back(i);
+    }
+    for (const auto& [parameter, indices] : fitted_on) {
+        if (indices.size() < 2) continue;
+        std::vector<CalibrationCase> fit_cases;
+        for (std::size_t i : indices) {
+            fit_cases.push_back(
+                {cases[i].id, cases[i].run, {{Target::Kind::step_time, "", results[i].measured}}});
+        }
+        CalibrationResult fit = calibrate(fit_cases, {parameter}, cost::Calibration::defaults());
+        for (std::size_t k = 0; k < indices.size(); ++k) {
+            auto& r = results[indices[k]];
+            r.left_out_error = std::max(r.left_out_error, fit.cases[k].rms_left_out);
+        }
+    }
+}
+
 }  // namespace
+
+double left_out_median(const std::vector<CaseResult>& results) {
+    std::vector<double> errors;
+    for (const auto& r : results) {
+        if (r.metric == "step_time_s" && r.left_out_error >= 0) errors.push_back(r.left_out_error);
+    }
+    if (errors.empty()) return -1.0;
+    std::sort(errors.begin(), errors.end());
+    const std::size_t n = errors.size();
+    return n % 2 ? errors[n / 2] : (errors[n / 2 - 1] + errors[n / 2]) / 2;
+}
 
 std::string_view status_name(CaseStatus status) {
     switch (status) {
@@ -73,6 +109,9 @@ std::vector<CaseResult> evaluate_suite(const std::vector<config::ValidationCase>
         r.derived = c.derived;
         r.predicted_mfu = report.mfu;
         r.fits = report.memory.fits;
+        r.memory_judged = true;
+        r.peak_bytes = report.memory.peak_bytes;
+        r.capacity_bytes = report.memory.capacity_bytes;
         if (auto it = c.measured.find("mfu_6n"); it != c.measured.end()) r.measured_mfu = it->second;
         r.expected_miss = c.expected_miss.value_or("");
         bool judged = false;
@@ -97,7 +136,7 @@ std::vector<CaseResult> evaluate_suite(const std::vector<config::ValidationCase>
             r.tolerance = c.tolerance.at("all_reduce_fraction_abs");
             judged = true;
         }
-        bool within = judged && std::fabs(r.error) <= r.tolerance;
+        bool within = judged && std::fabs(r.error) <= r.tolerance && r.fits;
         if (!judged) {
             r.status = CaseStatus::fail;
             r.metric = "(no measured metric with a tolerance)";
@@ -107,8 +146,10 @@ std::vector<CaseResult> evaluate_suite(const std::vector<config::ValidationCase>
             r.status = c.expected_miss ? CaseStatus::expected_miss : CaseStatus::fail;
         }
         r.calibrates = parameters_calibrated_on(r.id);
+        if (r.calibrates.empty() && r.metric == "step_time_s") r.left_out_error = std::fabs(r.error);
         results.push_back(std::move(r));
     }
+    add_left_out_errors(cases, results);
     return results;
 }
 
@@ -199,6 +240,16 @@ std::string tolerance_text(const CaseResult& r) {
     if (r.metric == "time_s") return "±" + core::format_seconds(r.tolerance);
     return fmt::format("±{:.3f}", r.tolerance);
 }
+std::string left_out_text(const CaseResult& r) {
+    if (r.metric != "step_time_s") return "";
+    if (r.left_out_error < 0) return "-";
+    return fmt::format("{:.1f}%", 100.0 * r.left_out_error);
+}
+std::string memory_text(const CaseResult& r) {
+    if (!r.memory_judged) return "";
+    return fmt::format("{:.1f}/{:.1f} GiB {}", r.peak_bytes / (1024.0 * 1024 * 1024),
+                       r.capacity_bytes / (1024.0 * 1024 * 1024), r.fits ? "fits" : "OOM");
+}
 std::string mfu_text(const CaseResult& r) {
     if (r.metric == "time_s" || r.metric == "median_rel_error") return "";
     std::string s = fmt::format("{:.1f}%", 100.0 * r.predicted_mfu);
@@ -208,19 +259,26 @@ std::string mfu_text(const CaseResult& r) {
 }  // namespace
 
 std::string format_suite(const std::vector<CaseResult>& results) {
-    std::string out =
-        fmt::format("{:<28} {:<20} {:>11} {:>11} {:>8} {:>7} {:>15}  {:<14} {}\n", "case", "metric",
-                    "predicted", "measured", "error", "tol", "MFU pred/meas", "status", "role");
+    std::string out = fmt::format("{:<28} {:<20} {:>11} {:>11} {:>8} {:>7} {:>8} {:>15} {:>21}  {:<14} {}\n",
+                                  "case", "metric", "predicted", "measured", "error", "tol", "left out",
+                                  "MFU pred/meas", "HBM peak/capacity", "status", "role");
     int passed = 0, failed = 0, expected = 0;
     for (const auto& r : results) {
-        out += fmt::format("{:<28} {:<20} {:>11} {:>11} {:>8} {:>7} {:>15}  {:<14} {}\n", r.id, r.metric,
-                           value_text(r, r.predicted), value_text(r, r.measured), error_text(r),
-                           tolerance_text(r), mfu_text(r), status_name(r.status), role_text(r));
+        out += fmt::format("{:<28} {:<20} {:>11} {:>11} {:>8} {:>7} {:>8} {:>15} {:>21}  {:<14} {}\n", r.id,
+                           r.metric, value_text(r, r.predicted), value_text(r, r.measured), error_text(r),
+                           tolerance_text(r), left_out_text(r), mfu_text(r), memory_text(r),
+                           status_name(r.status), role_text(r));
         if (r.status == CaseStatus::expected_miss)
             out += fmt::format("  {:<26} why: {}\n", "", r.expected_miss);
         if (r.status == CaseStatus::pass) ++passed;
         if (r.status == CaseStatus::expected_miss) ++expected;
         if (r.status == CaseStatus::fail || r.status == CaseStatus::unexpected_pass) ++failed;
+    }
+    if (double median = left_out_median(results); median >= 0) {
+        out += fmt::format(
+            "leave-one-out median step-time error: {:.1f}% (each case predicted with every "
+            "parameter it calibrates re-fitted on the others)\n",
+            100.0 * median);
     }
     out += fmt::format("validation: {} passed, {} failed, {} skipped\n", passed, failed, expected);
     return out;
@@ -228,9 +286,9 @@ std::string format_suite(const std::vector<CaseResult>& results) {
 
 std::string format_suite_markdown(const std::vector<CaseResult>& results) {
     std::string out =
-        "| case | metric | predicted | measured | error | tolerance | MFU predicted / published | status | "
-        "role | source |\n"
-        "|---|---|---|---|---|---|---|---|---|---|\n";
+        "| case | metric | predicted | measured | error | tolerance | left out | MFU predicted / published | "
+        "HBM peak / capacity | status | role | source |\n"
+        "|---|---|---|---|---|---|---|---|---|---|---|---|\n";
     std::string reasons;
     for (const auto& r : results) {
         std::string status(status_name(r.status));
@@ -238,10 +296,16 @@ std::string format_suite_markdown(const std::vector<CaseResult>& results) {
             status += " (below)";
             reasons += fmt::format("- **{}**: {}\n", r.id, r.expected_miss);
         }
-        out +=
-            fmt::format("| {} | {} | {} | {}{} | {} | {} | {} | {} | {} | {} |\n", r.id, r.metric,
-                        value_text(r, r.predicted), value_text(r, r.measured), r.derived ? " (derived)" : "",
-                        error_text(r), tolerance_text(r), mfu_text(r), status, role_text(r), r.source);
+        out += fmt::format("| {} | {} | {} | {}{} | {} | {} | {} | {} | {} | {} | {} |\n", r.id, r.metric,
+                           value_text(r, r.predicted), value_text(r, r.measured),
+                           r.derived ? " (derived)" : "", error_text(r), tolerance_text(r), mfu_text(r),
+                           memory_text(r), status, role_text(r), r.source);
+    }
+    if (double median = left_out_median(results); median >= 0) {
+        out += fmt::format(
+            "\nLeave-one-out median step-time error: {:.1f}% (each case predicted with every "
+            "parameter it calibrates re-fitted on the others).\n",
+            100.0 * median);
     }
     if (!reasons.empty()) out += "\nExpected misses, and what the model lacks:\n\n" + reasons;
     return out;
@@ -259,9 +323,13 @@ std::string format_suite_json(const std::vector<CaseResult>& results) {
                          {"tolerance", r.tolerance},
                          {"predicted_mfu", r.predicted_mfu},
                          {"measured_mfu", r.measured_mfu},
+                         {"fits", r.fits},
+                         {"peak_bytes", r.peak_bytes},
+                         {"capacity_bytes", r.capacity_bytes},
                          {"status", std::string(status_name(r.status))},
                          {"expected_miss", r.expected_miss},
                          {"calibrates", r.calibrates},
+                         {"left_out_error", r.left_out_error},
                          {"source", r.source}});
     }
     nlohmann::ordered_json j = {{"schema", "podsim.validation-suite/v1"}, {"cases", cases}};

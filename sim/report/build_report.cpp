@@ -159,13 +159,13 @@ RunReport build_report(const ReportInput& in) {
         }
         if (op.category == parallel::OpCategory::matmul) {
             auto& shape_stat = shapes[static_cast<std::size_t>(in.costs[i].shape_class)];
-            ++shape_stat.count;
+            if (!op.continuation) ++shape_stat.count;
             shape_stat.time_s += seconds;
             matmul_time += seconds;
         }
         auto& s = stats[std::string(parallel::category_name(op.category))];
         s.category = std::string(parallel::category_name(op.category));
-        ++s.count;
+        if (!op.continuation) ++s.count;
         s.time_s += seconds;
     }
     compute = merged(compute);

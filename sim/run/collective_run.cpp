@@ -4,16 +4,16 @@
 
 #include <fmt/format.h>
 
-#include "collectives/flow_network.hpp"
 #include "core/diagnostics.hpp"
 #include "core/engine.hpp"
+#include "network/flow_network.hpp"
 
 namespace podsim::run {
 namespace {
 
-struct Finish final : collectives::CollectiveListener {
+struct Finish final : network::TransferListener {
     std::vector<core::Time> done;
-    void on_collective_done(core::Time now, std::uint64_t tag) override {
+    void on_transfer_done(core::Time now, std::uint64_t tag) override {
         done[static_cast<std::size_t>(tag)] = now;
     }
 };
@@ -45,10 +45,10 @@ std::vector<double> run_concurrently(const network::Torus& torus,
     core::Engine engine;
     std::vector<double> bandwidth;
     for (const auto& link : torus.links()) bandwidth.push_back(link.bandwidth * link_efficiency);
-    collectives::FlowNetwork network(engine, bandwidth);
+    network::FlowNetwork network(engine, bandwidth);
     Finish finish;
     finish.done.assign(plans.size(), 0);
-    for (std::size_t i = 0; i < plans.size(); ++i) network.start(plans[i], finish, i);
+    for (std::size_t i = 0; i < plans.size(); ++i) network.start(plans[i].phases, finish, i);
     engine.run();
     std::vector<double> out;
     for (auto t : finish.done) out.push_back(core::to_seconds(t));
@@ -80,10 +80,10 @@ CollectiveResult run_collective(const CollectiveRequest& r) {
 
     core::Engine engine;
     std::vector<double> bandwidth(torus.links().size(), link_bandwidth);
-    collectives::FlowNetwork network(engine, bandwidth);
+    network::FlowNetwork network(engine, bandwidth);
     Finish finish;
     finish.done.assign(1, 0);
-    network.start(result.plan, finish, 0);
+    network.start(result.plan.phases, finish, 0);
     engine.run();
     result.time_s = core::to_seconds(finish.done[0]);
     result.closed_form_s =

@@ -1,31 +1,11 @@
 #pragma once
 
-#include <string>
-
-#include "cost/calibration.hpp"
-#include "hardware/topology_spec.hpp"
-#include "network/mesh_spec.hpp"
-#include "parallel/runtime_spec.hpp"
-#include "workload/model_spec.hpp"
-#include "workload/training_spec.hpp"
+#include "config/run_spec.hpp"
 
 namespace podsim::run {
 
-// A fully resolved run config (schema podsim.run/v1): what config loading produces and everything
-// the simulation needs. Plain values: copy it, change a field, simulate again.
-struct RunSpec {
-    std::string name;
-    std::string source;  // file it came from, for messages
-    workload::ModelSpec model;
-    hardware::TopologySpec topology;
-    hardware::SliceShape slice;
-    int slices = 1;
-    bool twisted_torus = false;  // use the twisted wraparound where the topology and shape allow it
-    network::MeshSpec mesh;
-    workload::TrainingSpec training;
-    parallel::RuntimeSpec runtime;
-    bool mfu_attention = false;
-    cost::Calibration calibration = cost::Calibration::defaults();
-};
+// The spec is defined next to its loader, below the pipeline, so that config loading does not
+// depend on simulation; the pipeline takes it under this name.
+using RunSpec = config::RunSpec;
 
 }  // namespace podsim::run

@@ -7,6 +7,7 @@
 
 #include "core/diagnostics.hpp"
 #include "parallel/partition.hpp"
+#include "parallel/sharding_errors.hpp"
 #include "report/build_report.hpp"
 #include "scheduler/scheduler.hpp"
 #include "workload/lower.hpp"
@@ -14,60 +15,8 @@
 namespace podsim::run {
 
 std::vector<SemanticError> semantic_errors(const RunSpec& spec) {
-    std::vector<SemanticError> errors;
-    const auto& m = spec.model;
-    const auto& t = spec.training;
-    const long data = spec.mesh.size_of("data");
-    const long fsdp = spec.mesh.size_of("fsdp");
-    const long tensor = spec.mesh.size_of("tensor");
-    const long batch_shards = data * fsdp;
-    if (t.microbatches <= 0 || t.global_batch % t.microbatches != 0) {
-        errors.push_back({"training.microbatches", fmt::format("{} does not divide the global batch {}",
-                                                               t.microbatches, t.global_batch)});
-    } else if ((t.global_batch / t.microbatches) % batch_shards != 0) {
-        errors.push_back(
-            {"training.global_batch",
-             fmt::format("the batch of each microbatch ({}) is split over the data-parallel axes "
-                         "(data x fsdp = {}) and must be divisible by it",
-                         t.global_batch / t.microbatches, batch_shards)});
-    }
-    if (tensor > 1) {
-        if (m.heads % tensor != 0) {
-            errors.push_back(
-                {"mesh.tensor",
-                 fmt::format("model.heads ({}) is not divisible by the tensor axis ({})", m.heads, tensor)});
-        }
-        if (m.kv_heads % tensor != 0 && tensor % m.kv_heads != 0) {
-            errors.push_back(
-                {"mesh.tensor", fmt::format("model.kv_heads ({}) is not divisible by the tensor axis "
-                                            "({}), nor the axis by it",
-                                            m.kv_heads, tensor)});
-        }
-        if (t.tensor_sequence && (m.tokens_per_sample(t.seq_len) % tensor) != 0) {
-            errors.push_back({"training.tensor_sequence",
-                              fmt::format("the sequence ({} tokens) is not divisible by the tensor axis ({})",
-                                          m.tokens_per_sample(t.seq_len), tensor)});
-        }
-        if (m.d_ff % tensor != 0) {
-            errors.push_back(
-                {"mesh.tensor",
-                 fmt::format("model.d_ff ({}) is not divisible by the tensor axis ({})", m.d_ff, tensor)});
-        }
-    }
-    if (spec.slices > 1 && spec.topology.dcn.bandwidth_per_chip <= 0) {
-        errors.push_back(
-            {"slices", fmt::format("{} slices need a DCN, but topology {} gives no dcn bandwidth",
-                                   spec.slices, spec.topology.name)});
-    }
-    if (spec.mesh.dcn_size() != spec.slices) {
-        errors.push_back({"mesh.dcn", fmt::format("the DCN axes hold {} slices but slices is {}",
-                                                  spec.mesh.dcn_size(), spec.slices)});
-    }
-    if (spec.mesh.ici_size() == spec.slice.chips()) {
-        auto mapping = network::map_mesh_axes(spec.topology, spec.slice, spec.mesh);
-        if (auto* error = std::get_if<std::string>(&mapping)) errors.push_back({"mesh", *error});
-    }
-    return errors;
+    return parallel::sharding_errors(spec.model, spec.training, spec.topology, spec.slice, spec.slices,
+                                     spec.mesh);
 }
 
 namespace {

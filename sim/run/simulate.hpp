@@ -12,6 +12,7 @@
 #include "network/axis_mapping.hpp"
 #include "network/torus.hpp"
 #include "parallel/device_program.hpp"
+#include "parallel/sharding_errors.hpp"
 #include "report/run_report.hpp"
 #include "run/run_spec.hpp"
 #include "scheduler/timeline.hpp"
@@ -43,13 +44,9 @@ Simulation simulate(const RunSpec& spec);
 // each distinct model and training setup once and share it across meshes and slices.
 Simulation simulate(const RunSpec& spec, std::shared_ptr<const workload::OpGraph> lowered);
 
-struct SemanticError {
-    std::string key_path;  // where in the run config the problem shows, e.g. "training.global_batch"
-    std::string message;
-};
+using SemanticError = parallel::ShardingError;
 
-// Checks that config loading cannot express in the schema alone: the mesh against the slice, and
-// every sharded dimension against its axis. Empty when the spec can be simulated.
+// parallel::sharding_errors of the spec's parts (config loading reports them; see there).
 std::vector<SemanticError> semantic_errors(const RunSpec& spec);
 
 }  // namespace podsim::run

@@ -2,19 +2,19 @@
 
 #include <memory>
 
-#include "collectives/flow_network.hpp"
 #include "core/assert.hpp"
 #include "core/engine.hpp"
+#include "network/flow_network.hpp"
 
 namespace podsim::scheduler {
 namespace {
 
-class ProgramRun final : public core::EventHandler, public collectives::CollectiveListener {
+class ProgramRun final : public core::EventHandler, public network::TransferListener {
   public:
     ProgramRun(const parallel::DeviceProgram& program, const std::vector<cost::OpCost>& costs,
                bool synchronous, const NetworkInput* network)
         : program_(program), network_input_(network) {
-        if (network) network_ = std::make_unique<collectives::FlowNetwork>(engine_, network->link_bandwidth);
+        if (network) network_ = std::make_unique<network::FlowNetwork>(engine_, network->link_bandwidth);
         const std::size_t n = program.ops.size();
         durations_.resize(n);
         for (std::size_t i = 0; i < n; ++i) durations_[i] = core::from_seconds(costs[i].seconds);
@@ -42,7 +42,7 @@ class ProgramRun final : public core::EventHandler, public collectives::Collecti
     void on_event(core::Time now, std::uint64_t tag) override {
         complete(now, static_cast<std::size_t>(tag));
     }
-    void on_collective_done(core::Time now, std::uint64_t tag) override {
+    void on_transfer_done(core::Time now, std::uint64_t tag) override {
         complete(now, static_cast<std::size_t>(tag));
     }
 
@@ -103,7 +103,7 @@ class ProgramRun final : public core::EventHandler, public collectives::Collecti
         busy_[r] = true;
         timeline_.spans[op] = Span{static_cast<int>(op), resource, engine_.now(), engine_.now()};
         if (network_ && network_input_->plan_of_op[op] != nullptr) {
-            network_->start(*network_input_->plan_of_op[op], *this, op);
+            network_->start(network_input_->plan_of_op[op]->phases, *this, op);
         } else {
             engine_.schedule_after(durations_[op], *this, op);
         }
@@ -112,7 +112,7 @@ class ProgramRun final : public core::EventHandler, public collectives::Collecti
     const parallel::DeviceProgram& program_;
     const NetworkInput* network_input_;
     core::Engine engine_;
-    std::unique_ptr<collectives::FlowNetwork> network_;
+    std::unique_ptr<network::FlowNetwork> network_;
     std::vector<core::Time> durations_;
     std::vector<int> pending_;
     std::vector<std::size_t> succ_begin_;

@@ -1,5 +1,7 @@
 #include "workload/lower.hpp"
 
+#include <cmath>
+
 #include <fmt/format.h>
 
 #include "core/assert.hpp"
@@ -126,6 +128,7 @@ class Lowering {
         op.matmul.m = m;
         op.matmul.n = n;
         op.matmul.k = k;
+        op.weight_matmul = true;
         op.reads = {act({m, k}), act({k, n})};
         op.writes = {act({m, n})};
         return op;
@@ -191,18 +194,13 @@ class Lowering {
         Op ln1 = fusion(p + "norm1", l, {act({T, none(d)})}, {act({T, none(d)})});
         ln1.param_group = group;
         int n1 = forward(std::move(ln1), {x});
-        int qkv = forward(weight_matmul(p + "qkv", l, group, T, none(d), tensor(qkv_width)), {n1});
-        int scores = forward(
-            attention_matmul(p + "attn_scores", l, none(S_), none(m_.head_dim), none(S_), m_.kv_heads),
-            {qkv});
-        Op softmax_op = fusion(p + "softmax", l, {act({batch(B_), tensor(m_.heads), none(S_), none(S_)})},
-                               {act({batch(B_), tensor(m_.heads), none(S_), none(S_)})});
-        softmax_op.attention_internal = true;
-        int softmax = forward(std::move(softmax_op), {scores});
-        int context = forward(
-            attention_matmul(p + "attn_context", l, none(S_), none(S_), none(m_.head_dim), m_.kv_heads),
-            {softmax, qkv});
+        Op qkv_op = weight_matmul(p + "qkv", l, group, T, none(d), tensor(qkv_width));
+        qkv_op.activation = ActivationName::qkv_proj;
+        int qkv = forward(std::move(qkv_op), {n1});
+        int context =
+            t_.attention == Attention::flash ? flash_attention(p, l, qkv) : dot_attention(p, l, qkv);
         Op out = weight_matmul(p + "attn_out", l, group, T, tensor(m_.attention_width()), none(d));
+        out.activation = ActivationName::out_proj;
         out.reads.push_back(act({T, none(d)}));  // residual add fused into the output
         int attn_out = forward(std::move(out), {context, x});
 
@@ -214,47 +212,85 @@ class Lowering {
         }
         const I up_width = (m_.gated() ? 2 : 1) * static_cast<I>(m_.d_ff);
         Op up = weight_matmul(p + "mlp_up", l, group, T, none(d), tensor(up_width));
+        up.activation = ActivationName::mlpwi;
         up.writes = {act({T, tensor(m_.d_ff)})};  // activation (and gate product) fused in
         int mlp_up = forward(std::move(up), {mlp_in});
         Op down = weight_matmul(p + "mlp_down", l, group, T, tensor(m_.d_ff), none(d));
+        down.activation = ActivationName::mlpwo;
         down.reads.push_back(act({T, none(d)}));  // residual
         int out_index = forward(std::move(down), {mlp_up, attn_out});
 
-        // What stays in HBM until this layer's backward (DESIGN.md §3, remat policies).
+        // What stays in HBM until this layer's backward: the remat policy's save set (MaxText
+        // remat_policy names, docs/model.md) and always the layer's output, the next layer's input.
         for (std::size_t i = first; i < forwards_.size(); ++i) {
             Op& op = g_.op(forwards_[i].index);
             bool is_output = forwards_[i].index == out_index;
-            switch (t_.remat) {
-                case Remat::none:
-                    op.kept_for_backward = true;
-                    break;
-                case Remat::full:
-                    op.kept_for_backward = is_output;
-                    break;
-                case Remat::save_dots:
-                    op.kept_for_backward = op.kind == OpKind::matmul;
-                    break;
-                case Remat::attention:
-                    op.kept_for_backward = !op.attention_internal;
-                    break;
-            }
+            bool dot = op.kind == OpKind::matmul && op.backward != BackwardKind::flash_attention;
+            Keep keep = remat_keep(t_.remat, op.activation, op.weight_matmul, dot);
+            op.kept_for_backward = is_output || keep != Keep::recompute;
         }
+        layer_outputs_.push_back(out_index);
         layer_ranges_.push_back({first, forwards_.size()});
         return out_index;
     }
 
-    bool recomputed(const Op& op) const {
-        switch (t_.remat) {
-            case Remat::none:
-                return false;
-            case Remat::full:
-                return true;
-            case Remat::save_dots:
-                return op.kind != OpKind::matmul;
-            case Remat::attention:
-                return op.attention_internal;
+    // Scores, softmax and context as XLA computes them without a fused kernel: the S x S scores
+    // are written to HBM (the masked half of a causal model included).
+    int dot_attention(const std::string& p, int l, int qkv) {
+        Op scores_op =
+            attention_matmul(p + "attn_scores", l, none(S_), none(m_.head_dim), none(S_), m_.kv_heads);
+        scores_op.activation = ActivationName::scores;
+        int scores = forward(std::move(scores_op), {qkv});
+        Op softmax_op = fusion(p + "softmax", l, {act({batch(B_), tensor(m_.heads), none(S_), none(S_)})},
+                               {act({batch(B_), tensor(m_.heads), none(S_), none(S_)})});
+        softmax_op.attention_internal = true;
+        int softmax = forward(std::move(softmax_op), {scores});
+        Op context_op =
+            attention_matmul(p + "attn_context", l, none(S_), none(S_), none(m_.head_dim), m_.kv_heads);
+        context_op.activation = ActivationName::context;
+        return forward(std::move(context_op), {softmax, qkv});
+    }
+
+    // One flash kernel (Dao 2023, FlashAttention-2; Pallas splash attention on TPU): QK^T and PV per
+    // block in on-chip memory, so HBM holds Q, K, V, the output and the softmax statistics (fp32,
+    // one per query and head). A causal model skips the key blocks above the diagonal.
+    int flash_attention(const std::string& p, int l, int qkv) {
+        Op op;
+        op.name = p + "flash_attention";
+        op.kind = OpKind::matmul;
+        op.layer = l;
+        op.attention_internal = true;
+        op.activation = ActivationName::context;
+        op.backward = BackwardKind::flash_attention;
+        op.matmul.batch = {batch(B_), tensor(m_.heads)};
+        op.matmul.m = none(S_);
+        op.matmul.n = none(S_);
+        op.matmul.k = none(m_.head_dim);
+        op.flop_scale = 2.0 * causal_block_fraction();  // QK^T and PV
+        op.reads = {act({batch(B_), tensor(m_.heads), none(S_), none(m_.head_dim)}),
+                    act({batch(B_), tensor(m_.kv_heads), none(S_), none(m_.head_dim)}),
+                    act({batch(B_), tensor(m_.kv_heads), none(S_), none(m_.head_dim)})};
+        op.writes = {act({batch(B_), tensor(m_.heads), none(S_), none(m_.head_dim)}),
+                     Tensor::of({batch(B_), tensor(m_.heads), none(S_)}, 4)};
+        return forward(std::move(op), {qkv});
+    }
+
+    // Fraction of the S x S blocks a causal flash kernel computes: n(n+1)/2 of n^2 blocks of
+    // flash_block tokens (the diagonal blocks in full).
+    double causal_block_fraction() const {
+        if (!m_.causal() || t_.flash_block <= 0) return 1.0;
+        const double n = std::ceil(static_cast<double>(S_) / static_cast<double>(t_.flash_block));
+        return (n * (n + 1.0) / 2.0) / (n * n);
+    }
+
+    // Under remat an op is recomputed before its layer's backward unless the policy keeps its output;
+    // the layer's own output is never recomputed (XLA removes that dead recompute).
+    bool recomputed(const Op& op, int index) const {
+        if (t_.remat == Remat::none) return false;
+        for (int out : layer_outputs_) {
+            if (out == index) return false;
         }
-        return false;
+        return !op.kept_for_backward;
     }
 
     // Loss and LM head / classifier: their backward follows their forward at once.
@@ -301,7 +337,7 @@ class Lowering {
         for (std::size_t i = first; i < last; ++i) {
             Forward& f = forwards_[i];
             const Op& original = g_.op(f.index);
-            if (!recomputed(original)) continue;
+            if (!recomputed(original, f.index)) continue;
             Op copy = original;
             copy.name = original.name + ".remat";
             copy.phase = Phase::recompute;
@@ -338,6 +374,18 @@ class Lowering {
             }
             return index;
         };
+        if (fwd.backward == BackwardKind::flash_attention) {
+            // FlashAttention-2 backward: recompute QK^T, then dP, dV, dQ and dK: five matmuls of the
+            // forward's shape. Reads Q, K, V, O, dO and the statistics; writes dQ, dK, dV.
+            Op b = fwd;
+            b.name = fwd.name + ".bwd";
+            b.flop_scale = fwd.flop_scale / 2.0 * 5.0;
+            b.reads = fwd.reads;
+            b.reads.insert(b.reads.end(), fwd.writes.begin(), fwd.writes.end());
+            b.reads.push_back(fwd.writes[0]);
+            b.writes = {fwd.reads.begin(), fwd.reads.end()};
+            return deps_with(std::move(b));
+        }
         if (fwd.kind == OpKind::matmul) {
             const MatmulShape& s = fwd.matmul;
             bool has_weight = fwd.param_group >= 0;
@@ -436,6 +484,7 @@ class Lowering {
     OpGraph g_;
     std::vector<Forward> forwards_;
     std::vector<std::pair<std::size_t, std::size_t>> layer_ranges_;
+    std::vector<int> layer_outputs_;
     std::vector<int> producer_;  // graph index of a forward op -> op holding its output now
 };
 
@@ -446,14 +495,15 @@ OpGraph lower_training_step(const ModelSpec& model, const TrainingSpec& training
 }
 
 std::string lowering_key(const ModelSpec& m, const TrainingSpec& t) {
-    return fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}",
+    return fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}",
                        static_cast<int>(m.family), m.layers, m.d_model, m.heads, m.head_dim, m.kv_heads,
                        m.d_ff, static_cast<int>(m.activation), m.vocab, m.max_positions, m.tied_embeddings,
                        m.bias, m.parallel_block, static_cast<int>(m.position), m.image_size, m.patch_size,
                        m.channels, m.num_classes, t.global_batch / std::max(1, t.microbatches), t.seq_len,
                        static_cast<int>(t.dtype), static_cast<int>(t.param_dtype),
                        static_cast<int>(t.optimizer), static_cast<int>(t.remat),
-                       t.master_dtype ? static_cast<int>(*t.master_dtype) : -1, t.tensor_sequence);
+                       t.master_dtype ? static_cast<int>(*t.master_dtype) : -1, t.tensor_sequence,
+                       static_cast<int>(t.attention), t.flash_block);
 }
 
 double optimizer_state_bytes(const ParamGroup& group, Optimizer optimizer, core::DType param_dtype) {

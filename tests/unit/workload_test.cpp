@@ -56,7 +56,7 @@ TEST_CASE("forward matmul FLOPs of a GPT-2 layer and backward = 2 x forward") {
     CHECK(forward == doctest::Approx(12 * layer + 2 * T * d * 50257));
 }
 
-TEST_CASE("remat full recomputes every layer's forward and keeps only layer outputs") {
+TEST_CASE("remat full recomputes every layer's forward but its output, and keeps only layer outputs") {
     auto m = model("gpt2-small");
     workload::TrainingSpec t;
     t.global_batch = 8;
@@ -66,7 +66,10 @@ TEST_CASE("remat full recomputes every layer's forward and keeps only layer outp
     double forward_layers = 0, recompute = 0;
     int kept_in_layers = 0;
     for (const auto& op : g.ops()) {
-        if (op.kind == OpKind::matmul && op.layer >= 0 && op.phase == Phase::forward)
+        // The layer's last op (mlp_down) makes its output, which no backward op reads: XLA drops its
+        // recompute as dead code, so podsim recomputes everything before it.
+        const bool layer_output = op.name.ends_with("mlp_down");
+        if (op.kind == OpKind::matmul && op.layer >= 0 && op.phase == Phase::forward && !layer_output)
             forward_layers += matmul_flops(op);
         if (op.kind == OpKind::matmul && op.phase == Phase::recompute) recompute += matmul_flops(op);
         if (op.layer >= 0 && op.phase == Phase::forward && op.kept_for_backward) ++kept_in_layers;

@@ -1,4 +1,4 @@
-#include "collectives/flow_network.hpp"
+#include "network/flow_network.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -6,7 +6,7 @@
 
 #include "core/assert.hpp"
 
-namespace podsim::collectives {
+namespace podsim::network {
 namespace {
 
 // Event tags: the top bit marks "phase latency elapsed" (low bits: transfer slot); otherwise the
@@ -23,7 +23,7 @@ FlowNetwork::FlowNetwork(core::Engine& engine, std::vector<double> link_bandwidt
     unfixed_on_link_.resize(bandwidth_.size());
 }
 
-void FlowNetwork::start(const CommPlan& plan, CollectiveListener& listener, std::uint64_t tag) {
+void FlowNetwork::start(const std::vector<FlowPhase>& phases, TransferListener& listener, std::uint64_t tag) {
     int slot;
     if (!free_transfers_.empty()) {
         slot = free_transfers_.back();
@@ -32,26 +32,26 @@ void FlowNetwork::start(const CommPlan& plan, CollectiveListener& listener, std:
         slot = static_cast<int>(transfers_.size());
         transfers_.emplace_back();
     }
-    transfers_[static_cast<std::size_t>(slot)] = Transfer{&plan, &listener, tag, 0, 0, true};
+    transfers_[static_cast<std::size_t>(slot)] = Transfer{&phases, &listener, tag, 0, 0, true};
     begin_phase(slot);
 }
 
 void FlowNetwork::begin_phase(int slot) {
     Transfer& t = transfers_[static_cast<std::size_t>(slot)];
-    if (t.phase >= t.plan->phases.size()) {
+    if (t.phase >= t.phases->size()) {
         t.in_use = false;
         free_transfers_.push_back(slot);
-        t.listener->on_collective_done(engine_.now(), t.tag);
+        t.listener->on_transfer_done(engine_.now(), t.tag);
         return;
     }
-    const CommPhase& phase = t.plan->phases[t.phase];
+    const FlowPhase& phase = (*t.phases)[t.phase];
     engine_.schedule_after(core::from_seconds(phase.latency), *this,
                            kLatencyBit | static_cast<std::uint64_t>(slot));
 }
 
 void FlowNetwork::inject_flows(int slot) {
     Transfer& t = transfers_[static_cast<std::size_t>(slot)];
-    const CommPhase& phase = t.plan->phases[t.phase];
+    const FlowPhase& phase = (*t.phases)[t.phase];
     advance_to(engine_.now());
     t.flows_left = 0;
     for (const Flow& flow : phase.flows) {
@@ -157,4 +157,4 @@ void FlowNetwork::on_event(core::Time now, std::uint64_t tag) {
     for (int slot : finished_phase) finish_phase(slot);
 }
 
-}  // namespace podsim::collectives
+}  // namespace podsim::network

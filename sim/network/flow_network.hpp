@@ -3,28 +3,29 @@
 #include <cstdint>
 #include <vector>
 
-#include "collectives/comm_plan.hpp"
 #include "core/engine.hpp"
+#include "network/flow.hpp"
 
-namespace podsim::collectives {
+namespace podsim::network {
 
-// Told when a collective started with FlowNetwork::start has finished.
-class CollectiveListener {
+// Told when a transfer started with FlowNetwork::start has finished.
+class TransferListener {
   public:
-    virtual ~CollectiveListener() = default;
-    virtual void on_collective_done(core::Time now, std::uint64_t tag) = 0;
+    virtual ~TransferListener() = default;
+    virtual void on_transfer_done(core::Time now, std::uint64_t tag) = 0;
 };
 
 // Flow-level model of the ICI links inside the discrete-event simulation. Flows in flight share
 // every link they cross by max-min fairness (progressive filling): the most contended link sets the
 // rate of its flows, which are then fixed, and so on. Rates are recomputed whenever a flow starts or
 // ends, so two collectives on the same links slow each other and collectives on disjoint links do
-// not. Plans run phase after phase: hop latency first, then the phase's flows.
+// not. Transfers (collectives) run phase after phase: hop latency first, then the phase's flows.
 class FlowNetwork final : public core::EventHandler {
   public:
     FlowNetwork(core::Engine& engine, std::vector<double> link_bandwidth);
 
-    void start(const CommPlan& plan, CollectiveListener& listener, std::uint64_t tag);
+    // Runs `phases` (a collective's plan) one after the other; `phases` must outlive the transfer.
+    void start(const std::vector<FlowPhase>& phases, TransferListener& listener, std::uint64_t tag);
     void on_event(core::Time now, std::uint64_t tag) override;
 
     // Bytes each link carried so far (both for reports and tests).
@@ -33,8 +34,8 @@ class FlowNetwork final : public core::EventHandler {
 
   private:
     struct Transfer {
-        const CommPlan* plan = nullptr;
-        CollectiveListener* listener = nullptr;
+        const std::vector<FlowPhase>* phases = nullptr;
+        TransferListener* listener = nullptr;
         std::uint64_t tag = 0;
         std::size_t phase = 0;
         int flows_left = 0;
@@ -66,4 +67,4 @@ class FlowNetwork final : public core::EventHandler {
     std::vector<int> unfixed_on_link_;
 };
 
-}  // namespace podsim::collectives
+}  // namespace podsim::network

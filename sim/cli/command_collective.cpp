@@ -1,0 +1,147 @@
+#include "cli/commands.hpp"
+
+#include <fstream>
+#include <iostream>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "config/load.hpp"
+#include "core/quantity.hpp"
+#include "report/format.hpp"
+#include "report/torus_svg.hpp"
+#include "run/collective_run.hpp"
+
+namespace podsim::cli {
+namespace {
+
+struct CollectiveOptions {
+    std::string topology = "tpu-v4", slice, mesh, op = "all-gather", axis, bytes = "64MiB", sweep,
+                format = "table", svg;
+    bool twisted = false;
+};
+
+double parse_bytes(const std::string& option, const std::string& text) {
+    auto q = core::parse_quantity(text, core::Dimension::bytes);
+    if (!q.ok) option_error(option, q.error);
+    if (q.value <= 0) option_error(option, "must be positive");
+    return q.value;
+}
+
+int command_collective(const CollectiveOptions& o) {
+    run::CollectiveRequest request;
+    request.topology = config::load_topology(o.topology);
+    auto slice = hardware::parse_slice_shape(o.slice);
+    if (!slice) option_error("--slice", fmt::format("'{}' is not a slice shape such as 4x4x4", o.slice));
+    request.slice = hardware::normalized_slice(request.topology, *slice);
+    if (!o.mesh.empty()) {
+        auto axes = network::parse_axis_list(o.mesh);
+        if (!axes)
+            option_error("--mesh", fmt::format("'{}' is not name=size,... (e.g. fsdp=16,tensor=4)", o.mesh));
+        request.mesh.ici = *axes;
+    }
+    if (request.mesh.ici.empty())
+        request.mesh.ici.push_back({"all", static_cast<int>(request.slice.chips())});
+    auto kind = collectives::parse_collective(o.op);
+    if (!kind)
+        option_error("--op", fmt::format("'{}' is not one of all-gather, reduce-scatter, all-reduce, "
+                                         "all-to-all, collective-permute",
+                                         o.op));
+    request.kind = *kind;
+    request.axes =
+        o.axis.empty() ? std::vector<std::string>{request.mesh.ici.front().name} : split(o.axis, ',');
+    request.twisted = o.twisted;
+
+    std::vector<double> sizes;
+    if (!o.sweep.empty()) {
+        auto dots = o.sweep.find("..");
+        if (dots == std::string::npos) option_error("--sweep-bytes", "write a range such as 1KiB..4GiB");
+        double lo = parse_bytes("--sweep-bytes", o.sweep.substr(0, dots));
+        double hi = parse_bytes("--sweep-bytes", o.sweep.substr(dots + 2));
+        for (double b = lo; b <= hi * (1 + 1e-9); b *= 2) sizes.push_back(b);
+    } else {
+        sizes.push_back(parse_bytes("--bytes", o.bytes));
+    }
+
+    if (!o.sweep.empty() || o.format == "csv") {
+        std::cout << "bytes,time_s,closed_form_s,algorithm_bandwidth_bytes_per_s,bus_bandwidth_bytes_per_s\n";
+    }
+    for (double bytes : sizes) {
+        request.bytes = bytes;
+        run::CollectiveResult r = run::run_collective(request);
+        if (!o.sweep.empty() || o.format == "csv") {
+            std::cout << fmt::format("{:.0f},{:.9g},{:.9g},{:.6g},{:.6g}\n", bytes, r.time_s, r.closed_form_s,
+                                     r.algorithm_bandwidth, r.bus_bandwidth);
+            continue;
+        }
+        if (o.format == "json") {
+            std::string links;
+            for (const auto& l : r.links) {
+                links += fmt::format(
+                    "{}{{\"dim\": {}, \"direction\": {}, \"links_used\": {}, \"max_bytes\": {:.6g}, "
+                    "\"max_utilization\": {:.6g}, \"mean_utilization\": {:.6g}}}",
+                    links.empty() ? "" : ", ", l.dim, l.direction, l.links_used, l.max_bytes,
+                    l.max_utilization, l.mean_utilization);
+            }
+            std::cout << fmt::format(
+                "{{\"op\": \"{}\", \"bytes\": {:.0f}, \"group_size\": {}, \"time_s\": {:.9g}, "
+                "\"closed_form_s\": {:.9g}, \"algorithm_bandwidth_bytes_per_s\": {:.6g}, "
+                "\"bus_bandwidth_bytes_per_s\": {:.6g}, \"phases\": {}, \"links\": [{}]}}\n",
+                o.op, bytes, r.group_size, r.time_s, r.closed_form_s, r.algorithm_bandwidth, r.bus_bandwidth,
+                r.plan.phases.size(), links);
+        } else {
+            const char* names = "xyzw";
+            std::string placement;
+            for (const auto& p : r.parts) {
+                placement += fmt::format(" {}:{}{}{}", names[p.dim], p.size,
+                                         p.stride > 1 ? fmt::format("/stride {}", p.stride) : "",
+                                         p.wraps ? " ring" : " line");
+            }
+            std::cout << fmt::format("{} of {} over {} ({} chips:{}) on {} {}\n", o.op,
+                                     core::format_bytes(bytes), fmt::join(request.axes, ","), r.group_size,
+                                     placement, request.topology.name, request.slice.to_string());
+            std::cout << fmt::format("  time                 {}  (closed form {})\n",
+                                     core::format_seconds(r.time_s), core::format_seconds(r.closed_form_s));
+            std::cout << fmt::format(
+                "  algorithm bandwidth  {}\n  bus bandwidth        {}\n  phases               {}\n",
+                core::format_bandwidth(r.algorithm_bandwidth), core::format_bandwidth(r.bus_bandwidth),
+                r.plan.phases.size());
+            std::cout << "  link utilisation (representative line of each dimension)\n";
+            for (const auto& l : r.links) {
+                std::cout << fmt::format(
+                    "    {}{}  {:>3} links  busiest {:5.1f}%  mean {:5.1f}%  ({} on the busiest)\n",
+                    names[l.dim], l.direction > 0 ? "+" : "-", l.links_used, 100 * l.max_utilization,
+                    100 * l.mean_utilization, core::format_bytes(l.max_bytes));
+            }
+        }
+        if (!o.svg.empty()) {
+            network::Torus torus(request.topology, request.slice, request.twisted);
+            std::ofstream(o.svg) << report::torus_svg(
+                torus, r.groups, r.parts,
+                fmt::format("{} over {} on {} {}: each colour is one group's rings", o.op,
+                            fmt::join(request.axes, ","), request.topology.name, request.slice.to_string()));
+        }
+    }
+    return 0;
+}
+
+}  // namespace
+
+Command add_collective_command(CLI::App& app) {
+    auto o = std::make_shared<CollectiveOptions>();
+    auto* cmd = app.add_subcommand("collective", "simulate one collective on a slice (microbenchmark)");
+    cmd->add_option("--topology", o->topology, "topology name or file");
+    cmd->add_option("--slice", o->slice, "slice shape, e.g. 4x4x4")->required();
+    cmd->add_option("--mesh", o->mesh, "mesh axes, e.g. fsdp=16,tensor=4 (names are free)");
+    cmd->add_option("--op", o->op, "all-gather, reduce-scatter, all-reduce, all-to-all, collective-permute");
+    cmd->add_option("--axis", o->axis, "mesh axis (or axes, comma-separated) the collective runs over");
+    cmd->add_option("--bytes", o->bytes, "the full array (all-gather output, all-reduce input), e.g. 64MiB");
+    cmd->add_option("--sweep-bytes", o->sweep, "a range such as 1KiB..4GiB, doubling; prints CSV");
+    cmd->add_option("--format", o->format, "table, json or csv")
+        ->check(CLI::IsMember({"table", "json", "csv"}));
+    cmd->add_flag("--twisted", o->twisted, "use the twisted torus where the shape allows it");
+    cmd->add_option("--svg", o->svg, "write a picture of the groups' rings (x-y plane)");
+    return {cmd, [o] { return command_collective(*o); }};
+}
+
+}  // namespace podsim::cli

@@ -1,0 +1,158 @@
+#include "cli/commands.hpp"
+
+#include <fstream>
+#include <iostream>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "config/load.hpp"
+#include "core/diagnostics.hpp"
+#include "report/format.hpp"
+#include "run/simulate.hpp"
+
+namespace podsim::cli {
+namespace {
+
+struct RunOptions {
+    std::string config, format = "table", trace_path, dump;
+};
+
+std::string dump_mapping(const run::Simulation& sim) {
+    std::string out =
+        "mesh axis -> torus dimensions (size, stride, ring or line) and the chips of each group\n";
+    const char* names = "xyzw";
+    for (const auto& axis : sim.mapping) {
+        out += fmt::format("  {:<8} size {:<5}", axis.axis, axis.size);
+        for (const auto& p : axis.parts) {
+            out +=
+                fmt::format(" {}:{} stride {} {}", names[p.dim], p.size, p.stride, p.wraps ? "ring" : "line");
+        }
+        out += "\n";
+        if (!sim.torus) continue;
+        auto groups = sim.torus->groups(axis);
+        const std::size_t shown = std::min<std::size_t>(groups.size(), 4);
+        for (std::size_t g = 0; g < shown; ++g) {
+            std::string members;
+            for (int chip : groups[g]) {
+                const auto& c = sim.torus->coord_of(chip);
+                members += fmt::format(" ({},{},{})", c[0], c[1], c[2]);
+            }
+            out += fmt::format("    group {}:{}\n", g, members);
+        }
+        if (groups.size() > shown) out += fmt::format("    ... {} groups in all\n", groups.size());
+    }
+    return out;
+}
+
+std::string dump_opgraph(const run::Simulation& sim) {
+    // The unsharded step of one microbatch: what the workload module lowered the model to.
+    std::string out = fmt::format("{:>5}  {:<9} {:<7} {:<44} {:>26} {:>12}  inputs\n", "op", "phase", "kind",
+                                  "name", "matmul [batch] m x n x k", "FLOPs");
+    const auto& g = *sim.graph;
+    for (int i : g.topological_order()) {
+        const auto& op = g.op(i);
+        std::string shape, preds;
+        double flops = 0.0;
+        if (op.kind == workload::OpKind::matmul) {
+            const auto& m = op.matmul;
+            double batch = static_cast<double>(m.batch[0].size * m.batch[1].size);
+            shape = fmt::format("[{}] {} x {} x {}", m.batch[0].size * m.batch[1].size, m.m.size, m.n.size,
+                                m.k.size);
+            flops = 2.0 * batch * static_cast<double>(m.m.size) * static_cast<double>(m.n.size) *
+                    static_cast<double>(m.k.size);
+        }
+        for (int p : g.predecessors(i)) preds += fmt::format("{} ", p);
+        const char* kind = op.kind == workload::OpKind::matmul   ? "matmul"
+                           : op.kind == workload::OpKind::fusion ? "fusion"
+                                                                 : "update";
+        out += fmt::format("{:>5}  {:<9} {:<7} {:<44} {:>26} {:>12.4g}  {}\n", i,
+                           workload::phase_name(op.phase), kind, op.name, shape, flops, preds);
+    }
+    return out;
+}
+
+std::string dump_program(const run::Simulation& sim) {
+    std::string out = fmt::format("{:>5}  {:<12} {:<10} {:<44} {:>12} {:>12} {:>10}  deps\n", "op",
+                                  "resource", "phase", "name", "flops", "bytes", "time");
+    for (std::size_t i = 0; i < sim.program.ops.size(); ++i) {
+        const auto& op = sim.program.ops[i];
+        std::string deps;
+        for (int d : op.deps) deps += fmt::format("{} ", d);
+        double bytes = parallel::is_collective(op.category) ? op.collective_bytes : op.bytes;
+        out += fmt::format(
+            "{:>5}  {:<12} {:<10} {:<44} {:>12.4g} {:>12.4g} {:>10}  {}\n", i,
+            sim.program.resources[static_cast<std::size_t>(op.resource)].name, workload::phase_name(op.phase),
+            op.name, op.flops, bytes,
+            core::format_seconds(core::to_seconds(sim.timeline.spans[i].end - sim.timeline.spans[i].start)),
+            deps);
+    }
+    return out;
+}
+
+std::string dump_timeline(const run::Simulation& sim) {
+    std::string out = fmt::format("{:>14} {:>14}  {:<12} {}\n", "start_us", "end_us", "resource", "op");
+    std::vector<int> order(sim.program.ops.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+        return sim.timeline.spans[static_cast<std::size_t>(a)].start <
+               sim.timeline.spans[static_cast<std::size_t>(b)].start;
+    });
+    for (int i : order) {
+        const auto& s = sim.timeline.spans[static_cast<std::size_t>(i)];
+        out += fmt::format("{:>14.3f} {:>14.3f}  {:<12} {}\n", core::to_seconds(s.start) * 1e6,
+                           core::to_seconds(s.end) * 1e6,
+                           sim.program.resources[static_cast<std::size_t>(s.resource)].name,
+                           sim.program.ops[static_cast<std::size_t>(i)].name);
+    }
+    return out;
+}
+
+int command_run(const RunOptions& o) {
+    const std::string& format = o.format;
+    const std::string& trace_path = o.trace_path;
+    const std::string& dump = o.dump;
+    run::RunSpec spec = config::load_run_file(resolve_config(o.config));
+    run::Simulation sim = run::simulate(spec);
+    if (dump == "opgraph") {
+        std::cout << dump_opgraph(sim);
+    } else if (dump == "mapping") {
+        std::cout << dump_mapping(sim);
+    } else if (dump == "program") {
+        std::cout << dump_program(sim);
+    } else if (dump == "timeline") {
+        std::cout << dump_timeline(sim);
+    } else if (format == "json") {
+        std::cout << report::format_json(sim.report);
+    } else {
+        std::cout << report::format_table(sim.report);
+    }
+    if (!trace_path.empty()) {
+        std::ofstream out(trace_path);
+        if (!out) {
+            core::Diagnostics d;
+            d.error({trace_path, 0, 0}, "", "cannot write the trace file");
+            throw core::UserError(d);
+        }
+        out << report::chrome_trace(spec.name, sim.program, sim.timeline, sim.memory);
+        if (format != "json" && dump.empty()) std::cout << fmt::format("\ntrace written to {}\n", trace_path);
+    }
+    return 0;
+}
+
+}  // namespace
+
+Command add_run_command(CLI::App& app) {
+    auto o = std::make_shared<RunOptions>();
+    auto* cmd =
+        app.add_subcommand("run", "simulate one step of a run config (default: configs/default.yaml)");
+    cmd->add_option("config", o->config, "run config (podsim.run/v1)");
+    cmd->add_option("--format", o->format, "table or json")->check(CLI::IsMember({"table", "json"}));
+    cmd->add_option("--trace", o->trace_path, "write a Chrome trace (Perfetto) of the predicted step");
+    cmd->add_option("--dump", o->dump,
+                    "print one stage instead of the report: opgraph, mapping, program, timeline")
+        ->check(CLI::IsMember({"opgraph", "mapping", "program", "timeline"}));
+    return {cmd, [o] { return command_run(*o); }};
+}
+
+}  // namespace podsim::cli

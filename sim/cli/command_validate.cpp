@@ -1,0 +1,74 @@
+#include "cli/commands.hpp"
+
+#include <filesystem>
+#include <iostream>
+#include <memory>
+
+#include "config/load.hpp"
+#include "profile/compare.hpp"
+#include "profile/measured_profile.hpp"
+#include "profile/suite.hpp"
+#include "run/simulate.hpp"
+
+namespace podsim::cli {
+namespace {
+
+struct ValidateOptions {
+    std::string suite_dir, format = "table", config;
+    std::vector<std::string> profiles;
+};
+
+int command_validate_profile(const std::string& config_path, const std::vector<std::string>& profiles,
+                             const std::string& format) {
+    run::RunSpec spec = config::load_run_file(resolve_config(config_path));
+    run::Simulation sim = run::simulate(spec);
+    for (const auto& file : profiles) {
+        auto measured = profile::read_profile(file);
+        auto comparison = profile::compare(sim.report, measured, spec.topology.chip.mxu_tile);
+        std::cout << (format == "json" ? profile::comparison_json(comparison)
+                                       : profile::format_comparison(comparison));
+    }
+    return 0;
+}
+
+int command_validate(const std::string& suite, const std::string& format) {
+    auto cases = config::load_validation_suite(suite);
+    auto results = profile::evaluate_suite(cases);
+    // Measured collectives, when the suite has them (tests/validation/collectives/).
+    std::filesystem::path collective_dir = std::filesystem::path(suite) / "collectives";
+    if (std::filesystem::is_directory(collective_dir)) {
+        auto collective =
+            profile::evaluate_collective_suite(config::load_collective_suite(collective_dir.string()));
+        results.insert(results.end(), collective.begin(), collective.end());
+    }
+    if (format == "markdown") {
+        std::cout << profile::format_suite_markdown(results);
+    } else if (format == "json") {
+        std::cout << profile::format_suite_json(results);
+    } else {
+        std::cout << profile::format_suite(results);
+    }
+    return profile::suite_passed(results) ? 0 : 1;
+}
+
+}  // namespace
+
+Command add_validate_command(CLI::App& app) {
+    auto o = std::make_shared<ValidateOptions>();
+    auto* cmd = app.add_subcommand("validate",
+                                   "compare a prediction with measured profiles, or run the accuracy suite");
+    cmd->add_option("config", o->config, "run config (default: configs/default.yaml)");
+    cmd->add_option("--profile", o->profiles,
+                    "measured profile: Chrome trace (.json/.json.gz), .xplane.pb, pod_viewer JSON, HLO op "
+                    "stats CSV, PyTorch/XLA metrics report");
+    cmd->add_option("--suite", o->suite_dir, "directory of podsim.validation/v1 cases");
+    cmd->add_option("--format", o->format, "table, markdown (suite) or json (profile)")
+        ->check(CLI::IsMember({"table", "markdown", "json"}));
+    return {cmd, [o] {
+                if (!o->profiles.empty()) return command_validate_profile(o->config, o->profiles, o->format);
+                if (o->suite_dir.empty()) option_error("validate", "give --profile FILE or --suite DIR");
+                return command_validate(o->suite_dir, o->format);
+            }};
+}
+
+}  // namespace podsim::cli

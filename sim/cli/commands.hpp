@@ -1,0 +1,36 @@
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+namespace podsim::cli {
+
+// Exit code of a command whose input was wrong (config, options), as for every user error.
+constexpr int kUserErrorExit = 2;
+
+// A subcommand: its CLI11 node (parsed or not) and what it does once parsed. Each add_* function
+// declares the subcommand's options and owns their storage through `run`.
+struct Command {
+    CLI::App* app = nullptr;
+    std::function<int()> run;
+};
+
+Command add_run_command(CLI::App& app);
+Command add_check_command(CLI::App& app);
+Command add_explain_command(CLI::App& app);
+Command add_validate_command(CLI::App& app);
+Command add_collective_command(CLI::App& app);
+Command add_sweep_command(CLI::App& app);  // with `sweep merge`
+Command add_calibrate_command(CLI::App& app);
+
+// The given run config, or configs/default.yaml of the data roots when none is given.
+std::string resolve_config(const std::string& given);
+// A core::UserError about a command-line option.
+[[noreturn]] void option_error(const std::string& option, const std::string& message);
+// `text` cut at each `separator`, empty pieces dropped.
+std::vector<std::string> split(const std::string& text, char separator);
+
+}  // namespace podsim::cli

@@ -1,0 +1,182 @@
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "config/parse.hpp"
+#include "config/schema.hpp"
+#include "config/yaml_reader.hpp"
+#include "core/suggest.hpp"
+
+namespace podsim::config {
+
+namespace fs = std::filesystem;
+using core::Diagnostics;
+using core::Dimension;
+using detail::MapReader;
+
+namespace {
+
+const std::vector<std::string> kRunAxisNames = {"data", "fsdp", "tensor"};
+
+struct AxisEntry {
+    std::string name;
+    std::optional<int> size;  // nullopt = auto
+    core::SourceLocation location;
+};
+
+std::vector<AxisEntry> parse_axes(const YAML::Node& node, const std::string& file, const std::string& path,
+                                  Diagnostics& d) {
+    std::vector<AxisEntry> axes;
+    if (node.IsNull() || !node.IsDefined()) return axes;
+    if (!node.IsMap()) {
+        d.error(detail::location_of(node, file), path,
+                "expected a mapping of axis names to sizes, e.g. {fsdp: 4}");
+        return axes;
+    }
+    for (auto it = node.begin(); it != node.end(); ++it) {
+        std::string name = it->first.IsScalar() ? it->first.Scalar() : "";
+        std::string key_path = path + "." + name;
+        if (std::find(kRunAxisNames.begin(), kRunAxisNames.end(), name) == kRunAxisNames.end()) {
+            std::string message = fmt::format("unknown mesh axis '{}': axes are data, fsdp and tensor", name);
+            if (auto hint = core::closest_match(name, kRunAxisNames))
+                message += fmt::format(" (did you mean '{}'?)", *hint);
+            d.error(detail::location_of(it->first, file), key_path, message);
+            continue;
+        }
+        for (const auto& seen : axes) {
+            if (seen.name == name)
+                d.error(detail::location_of(it->first, file), key_path, "axis given twice");
+        }
+        AxisEntry entry{name, std::nullopt, detail::location_of(it->second, file)};
+        if (it->second.IsScalar() && it->second.Scalar() == "auto") {
+            axes.push_back(entry);
+            continue;
+        }
+        auto size = detail::read_integer(it->second, file, key_path, 1, d);
+        if (!size) continue;
+        entry.size = static_cast<int>(*size);
+        axes.push_back(entry);
+    }
+    return axes;
+}
+
+std::vector<network::MeshAxis> resolve_axes(const std::vector<AxisEntry>& entries, long total,
+                                            const std::string& path, const core::SourceLocation& where,
+                                            const std::string& what, Diagnostics& d) {
+    std::vector<network::MeshAxis> axes;
+    long known = 1;
+    int autos = 0;
+    for (const auto& e : entries) {
+        if (e.size) {
+            known *= *e.size;
+        } else {
+            ++autos;
+        }
+    }
+    if (autos > 1) {
+        d.error(where, path, "at most one axis per level may be auto");
+        return axes;
+    }
+    for (const auto& e : entries) {
+        int size = e.size.value_or(0);
+        if (!e.size) {
+            if (known <= 0 || total % known != 0) {
+                d.error(e.location, path + "." + e.name,
+                        fmt::format("auto cannot fill {} {}: the other axes ({}) do not divide it", total,
+                                    what, known));
+                return {};
+            }
+            size = static_cast<int>(total / known);
+        }
+        axes.push_back(network::MeshAxis{e.name, size});
+    }
+    if (autos == 0 && known != total) {
+        d.error(where, path, fmt::format("mesh product is {} but there are {} {}", known, total, what));
+    }
+    return axes;
+}
+
+int parse_dimension_name(const YAML::Node& node) {
+    if (!node.IsScalar()) return -1;
+    const std::string& s = node.Scalar();
+    if (s == "x") return 0;
+    if (s == "y") return 1;
+    if (s == "z") return 2;
+    if (s == "w") return 3;
+    if (s.size() == 1 && s[0] >= '0' && s[0] <= '3') return s[0] - '0';
+    return -1;
+}
+
+}  // namespace
+
+void parse_mesh(const MapReader& run, RunSpec& spec, Diagnostics& d) {
+    if (!run.has("mesh")) {
+        run.error("mesh", "missing required key");
+        return;
+    }
+    YAML::Node node = run.raw("mesh");
+    const std::string& file = run.file();
+    if (!node.IsMap()) {
+        run.error("mesh", "expected a mapping such as {fsdp: 4} or {ici: {fsdp: 4}, dcn: {data: 2}}");
+        return;
+    }
+    const long chips = spec.slice.chips();
+    const YAML::Node& mesh_map = node;
+    bool long_form =
+        mesh_map["ici"].IsDefined() || mesh_map["dcn"].IsDefined() || mesh_map["mapping"].IsDefined();
+    std::vector<AxisEntry> ici, dcn;
+    core::SourceLocation ici_where = detail::location_of(node, file);
+    if (long_form) {
+        MapReader mesh(node, file, "mesh", d, keys_under(run_schema(), "mesh"));
+        if (!mesh.has("ici")) mesh.error("ici", "missing required key");
+        ici = parse_axes(mesh.raw("ici"), file, "mesh.ici", d);
+        if (mesh.has("ici")) ici_where = mesh.location("ici");
+        dcn = parse_axes(mesh.raw("dcn"), file, "mesh.dcn", d);
+        if (mesh.has("mapping")) {
+            YAML::Node mapping = mesh.raw("mapping");
+            if (!mapping.IsMap()) {
+                mesh.error(
+                    "mapping",
+                    "expected a mapping of axis names to lists of torus dimensions, e.g. {tensor: [z]}");
+            } else {
+                for (auto it = mapping.begin(); it != mapping.end(); ++it) {
+                    std::string axis = it->first.as<std::string>("");
+                    std::string key_path = "mesh.mapping." + axis;
+                    bool declared = std::any_of(ici.begin(), ici.end(),
+                                                [&](const AxisEntry& e) { return e.name == axis; });
+                    if (!declared) {
+                        d.error(detail::location_of(it->first, file), key_path, "not an axis of mesh.ici");
+                        continue;
+                    }
+                    std::vector<int> dims;
+                    YAML::Node list = it->second;
+                    if (!list.IsSequence()) list = YAML::Node(std::vector<YAML::Node>{it->second});
+                    for (const auto& item : list) {
+                        int dim = parse_dimension_name(item);
+                        if (dim < 0) {
+                            d.error(detail::location_of(item, file), key_path,
+                                    "torus dimensions are x, y, z (or 0, 1, 2)");
+                        } else {
+                            dims.push_back(dim);
+                        }
+                    }
+                    spec.mesh.mapping[axis] = dims;
+                }
+            }
+        }
+    } else {
+        ici = parse_axes(node, file, "mesh", d);
+    }
+    spec.mesh.ici = resolve_axes(ici, chips, long_form ? "mesh.ici" : "mesh", ici_where,
+                                 fmt::format("chips in slice {}", spec.slice.to_string()), d);
+    spec.mesh.dcn = resolve_axes(dcn, spec.slices, "mesh.dcn", detail::location_of(node, file), "slices", d);
+    for (const auto& axis : spec.mesh.dcn) {
+        if (axis.name != "data" && axis.size > 1) {
+            d.error(detail::location_of(node, file), "mesh.dcn." + axis.name,
+                    "only data parallelism runs across slices over DCN (use data)");
+        }
+    }
+}
+
+}  // namespace podsim::config

@@ -1,0 +1,69 @@
+#include "parallel/sharding_errors.hpp"
+
+#include <variant>
+
+#include <fmt/format.h>
+
+#include "network/axis_mapping.hpp"
+
+namespace podsim::parallel {
+
+std::vector<ShardingError> sharding_errors(const workload::ModelSpec& m, const workload::TrainingSpec& t,
+                                           const hardware::TopologySpec& topology,
+                                           const hardware::SliceShape& slice, int slices,
+                                           const network::MeshSpec& mesh) {
+    std::vector<ShardingError> errors;
+    const long data = mesh.size_of("data");
+    const long fsdp = mesh.size_of("fsdp");
+    const long tensor = mesh.size_of("tensor");
+    const long batch_shards = data * fsdp;
+    if (t.microbatches <= 0 || t.global_batch % t.microbatches != 0) {
+        errors.push_back({"training.microbatches", fmt::format("{} does not divide the global batch {}",
+                                                               t.microbatches, t.global_batch)});
+    } else if ((t.global_batch / t.microbatches) % batch_shards != 0) {
+        errors.push_back(
+            {"training.global_batch",
+             fmt::format("the batch of each microbatch ({}) is split over the data-parallel axes "
+                         "(data x fsdp = {}) and must be divisible by it",
+                         t.global_batch / t.microbatches, batch_shards)});
+    }
+    if (tensor > 1) {
+        if (m.heads % tensor != 0) {
+            errors.push_back(
+                {"mesh.tensor",
+                 fmt::format("model.heads ({}) is not divisible by the tensor axis ({})", m.heads, tensor)});
+        }
+        if (m.kv_heads % tensor != 0 && tensor % m.kv_heads != 0) {
+            errors.push_back(
+                {"mesh.tensor", fmt::format("model.kv_heads ({}) is not divisible by the tensor axis "
+                                            "({}), nor the axis by it",
+                                            m.kv_heads, tensor)});
+        }
+        if (t.tensor_sequence && (m.tokens_per_sample(t.seq_len) % tensor) != 0) {
+            errors.push_back({"training.tensor_sequence",
+                              fmt::format("the sequence ({} tokens) is not divisible by the tensor axis ({})",
+                                          m.tokens_per_sample(t.seq_len), tensor)});
+        }
+        if (m.d_ff % tensor != 0) {
+            errors.push_back(
+                {"mesh.tensor",
+                 fmt::format("model.d_ff ({}) is not divisible by the tensor axis ({})", m.d_ff, tensor)});
+        }
+    }
+    if (slices > 1 && topology.dcn.bandwidth_per_chip <= 0) {
+        errors.push_back(
+            {"slices", fmt::format("{} slices need a DCN, but topology {} gives no dcn bandwidth", slices,
+                                   topology.name)});
+    }
+    if (mesh.dcn_size() != slices) {
+        errors.push_back({"mesh.dcn", fmt::format("the DCN axes hold {} slices but slices is {}",
+                                                  mesh.dcn_size(), slices)});
+    }
+    if (mesh.ici_size() == slice.chips()) {
+        auto mapping = network::map_mesh_axes(topology, slice, mesh);
+        if (auto* error = std::get_if<std::string>(&mapping)) errors.push_back({"mesh", *error});
+    }
+    return errors;
+}
+
+}  // namespace podsim::parallel

@@ -1,0 +1,98 @@
+#include "profile/measured_profile.hpp"
+
+#include <zlib.h>
+
+#include <algorithm>
+#include <cctype>
+#include <fstream>
+#include <optional>
+
+#include <fmt/format.h>
+
+#include "profile/readers_common.hpp"
+
+// Format detection: which reader a file goes to, by content (after gunzip and untar).
+
+namespace podsim::profile {
+
+std::string read_file_bytes(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) profile_error(path, 0, "cannot open the file");
+    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (bytes.size() >= 2 && static_cast<unsigned char>(bytes[0]) == 0x1f &&
+        static_cast<unsigned char>(bytes[1]) == 0x8b) {
+        gzFile gz = gzopen(path.c_str(), "rb");
+        if (!gz) profile_error(path, 0, "cannot open the gzip stream");
+        std::string out;
+        char buffer[1 << 16];
+        int n;
+        while ((n = gzread(gz, buffer, sizeof buffer)) > 0) out.append(buffer, static_cast<std::size_t>(n));
+        int err = 0;
+        const char* message = gzerror(gz, &err);
+        bool truncated = n < 0 || (err != Z_OK && err != Z_STREAM_END);
+        std::string why = message ? message : "";
+        gzclose(gz);
+        if (truncated)
+            profile_error(path, 0,
+                          fmt::format("corrupt or truncated gzip data after {} bytes: {}", out.size(), why));
+        return out;
+    }
+    return bytes;
+}
+
+namespace {
+
+// The first member of a tar archive whose name ends in `suffix` (ustar headers of 512 bytes).
+std::optional<std::string> tar_member(const std::string& path, const std::string& tar,
+                                      const std::string& suffix) {
+    std::size_t pos = 0;
+    while (pos + 512 <= tar.size()) {
+        std::string name = tar.substr(pos, 100).c_str();
+        if (name.empty()) break;
+        std::string prefix = tar.substr(pos + 345, 155).c_str();
+        if (!prefix.empty()) name = prefix + "/" + name;
+        std::size_t size = 0;
+        for (std::size_t i = 124; i < 136 && tar[pos + i] >= '0' && tar[pos + i] <= '7'; ++i) {
+            size = size * 8 + static_cast<std::size_t>(tar[pos + i] - '0');
+        }
+        if (size > tar.size() - pos - 512)
+            profile_error(path, 0, fmt::format("tar member {} runs past the end of the archive", name));
+        if (name.size() >= suffix.size() &&
+            name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0) {
+            return tar.substr(pos + 512, size);
+        }
+        pos += 512 + (size + 511) / 512 * 512;
+    }
+    return std::nullopt;
+}
+
+}  // namespace
+
+MeasuredProfile read_profile(const std::string& path) {
+    std::string bytes = read_file_bytes(path);
+    if (bytes.size() > 512 && bytes.compare(257, 5, "ustar") == 0) {
+        auto et = tar_member(path, bytes, ".et");
+        if (!et) profile_error(path, 0, "a tar archive without a Chakra .et member");
+        return read_chakra_et(path, *et);
+    }
+    if (path.size() > 3 && path.compare(path.size() - 3, 3, ".et") == 0) return read_chakra_et(path, bytes);
+    std::size_t first = bytes.find_first_not_of(" \t\r\n");
+    if (first == std::string::npos) profile_error(path, 0, "empty file");
+    if (bytes[first] == '{' || bytes[first] == '[') {
+        if (bytes.find("\"podStatsSequence\"") != std::string::npos) return read_pod_viewer_profile(path);
+        return read_chrome_trace(path, bytes);
+    }
+    if (bytes.find("Metric: ") != std::string::npos || bytes.find("Counter: ") != std::string::npos) {
+        return read_pytorch_xla_metrics(path, bytes);
+    }
+    if (bytes.rfind("Name,Projected Start,Projected Duration", first) == first) {
+        return read_nvtx_projection_csv(path, bytes);
+    }
+    std::string head = bytes.substr(0, std::min<std::size_t>(bytes.size(), 400));
+    for (char& c : head) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    auto has = [&head](const char* needle) { return head.find(needle) != std::string::npos; };
+    if (has("operation") && has("self") && has(",")) return read_hlo_op_stats_csv(path, bytes);
+    return read_xplane(path, bytes);
+}
+
+}  // namespace podsim::profile

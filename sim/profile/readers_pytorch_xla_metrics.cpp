@@ -1,0 +1,102 @@
+#include "profile/measured_profile.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <map>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "profile/readers_common.hpp"
+
+namespace podsim::profile {
+
+MeasuredProfile read_pytorch_xla_metrics(const std::string& path, const std::string& text) {
+    // torch_xla.debug.metrics.metrics_report(): "Metric: NAME" blocks with TotalSamples and
+    // Accumulator, "Counter: NAME" with Value.
+    MeasuredProfile p;
+    p.format = "pytorch-xla-metrics";
+    p.file = path;
+    std::istringstream in(text);
+    std::string line, metric;
+    std::map<std::string, double> samples, accumulated, counters;
+    auto parse_duration = [&](const std::string& s) {
+        // "01m02s234ms567.890us", "123ms456.789us", "2.34s": sum the parts.
+        double total = 0.0;
+        std::size_t i = 0;
+        while (i < s.size()) {
+            std::size_t j = i;
+            while (j < s.size() && (std::isdigit(static_cast<unsigned char>(s[j])) || s[j] == '.')) ++j;
+            if (j == i) break;
+            double v = std::stod(s.substr(i, j - i));
+            std::size_t k = j;
+            while (k < s.size() && std::isalpha(static_cast<unsigned char>(s[k]))) ++k;
+            std::string unit = s.substr(j, k - j);
+            if (unit == "h")
+                total += v * 3600;
+            else if (unit == "m")
+                total += v * 60;
+            else if (unit == "s")
+                total += v;
+            else if (unit == "ms")
+                total += v * 1e-3;
+            else if (unit == "us")
+                total += v * 1e-6;
+            else if (unit == "ns")
+                total += v * 1e-9;
+            i = k;
+        }
+        return total;
+    };
+    while (std::getline(in, line)) {
+        auto trim = [](std::string s) {
+            s.erase(0, s.find_first_not_of(" \t"));
+            s.erase(s.find_last_not_of(" \t\r") + 1);
+            return s;
+        };
+        line = trim(line);
+        if (line.rfind("Metric: ", 0) == 0) {
+            metric = line.substr(8);
+        } else if (line.rfind("Counter: ", 0) == 0) {
+            metric = "counter:" + line.substr(9);
+        } else if (line.rfind("TotalSamples: ", 0) == 0) {
+            samples[metric] = std::stod(line.substr(14));
+        } else if (line.rfind("Accumulator: ", 0) == 0) {
+            accumulated[metric] = parse_duration(line.substr(13));
+        } else if (line.rfind("Value: ", 0) == 0) {
+            try {
+                counters[metric] = std::stod(line.substr(7));
+            } catch (const std::exception&) {
+            }
+        }
+    }
+    if (!samples.count("ExecuteTime") && !samples.count("CompileTime")) {
+        profile_error(path, 0, "no CompileTime or ExecuteTime metric: not a PyTorch/XLA metrics report");
+    }
+    double executions = samples.count("ExecuteTime") ? samples["ExecuteTime"] : 0.0;
+    double compiles = samples.count("CompileTime") ? samples["CompileTime"] : 0.0;
+    p.steps = executions > 0 ? static_cast<int>(executions) : 1;
+    if (executions > 0) p.step_time_s = accumulated["ExecuteTime"] / executions;
+    if (compiles > 0) p.category_s["compile"] = accumulated["CompileTime"] / std::max(1.0, executions);
+    if (samples.count("TransferFromServerTime") && executions > 0) {
+        p.category_s["copy"] = accumulated["TransferFromServerTime"] / executions;
+    }
+    // PyTorch/XLA's debug mode flags a graph that recompiles: more than 0.5 compiles per step after
+    // the first (warm-up) compilation.
+    if (executions > 1 && (compiles - 1.0) / (executions - 1.0) > 0.5) {
+        p.notes.push_back(fmt::format(
+            "compiles every step: {} compilations for {} executions. A graph that changes every step "
+            "(dynamic "
+            "shapes, Python scalars, print of tensors) recompiles every step; that is the most common reason "
+            "a "
+            "measured step is slower than predicted (model it with runtime.recompile_every_step: true)",
+            compiles, executions));
+    }
+    p.ops.push_back(
+        MeasuredOp{"CompileTime", "compile", accumulated["CompileTime"], static_cast<long>(compiles), 0, 0});
+    p.ops.push_back(MeasuredOp{"ExecuteTime", "execute", accumulated["ExecuteTime"],
+                               static_cast<long>(executions), 0, 0});
+    return p;
+}
+
+}  // namespace podsim::profile
