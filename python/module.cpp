@@ -123,6 +123,53 @@ PYBIND11_MODULE(_podsim, m) {
         .def_readwrite("twisted", &podsim::CollectiveQuery::twisted);
 
     m.def(
+        "sweep",
+        [](const std::string& source, bool is_file, const std::string& name, int jobs) {
+            std::vector<podsim::SweepRow> rows;
+            std::vector<std::string> parameters;
+            {
+                py::gil_scoped_release release;
+                podsim::SweepPlan plan =
+                    is_file ? podsim::load_sweep(source) : podsim::load_sweep_text(source, name);
+                parameters = plan.parameter_names();
+                podsim::SweepOptions options;
+                options.jobs = jobs;
+                options.progress = false;
+                options.top = 1;
+                podsim::run_sweep(plan, options, [&](const podsim::SweepRow& row) { rows.push_back(row); });
+            }
+            py::list out;
+            for (const auto& r : rows) {
+                py::dict d;
+                d["index"] = r.index;
+                d["status"] = r.ok ? "ok" : "skipped";
+                d["reason"] = r.reason;
+                for (std::size_t i = 0; i < parameters.size() && i < r.values.size(); ++i)
+                    d[py::str(parameters[i])] = r.values[i];
+                if (r.ok) {
+                    d["name"] = r.name;
+                    d["chips"] = r.chips;
+                    d["step_time_s"] = r.step_time_s;
+                    d["mfu"] = r.mfu;
+                    d["hfu"] = r.hfu;
+                    d["tokens_per_s"] = r.tokens_per_s;
+                    d["peak_bytes"] = r.peak_bytes;
+                    d["capacity_bytes"] = r.capacity_bytes;
+                    d["fits"] = r.fits;
+                    d["exposed_communication_s"] = r.exposed_communication_s;
+                    d["compute_s"] = r.compute_s;
+                    d["host_peak_bytes"] = r.host_peak_bytes;
+                    d["host_fits"] = r.host_fits;
+                    d["compile_time_s"] = r.compile_time_s;
+                    d["kept"] = r.kept;
+                }
+                out.append(d);
+            }
+            return py::make_tuple(parameters, out);
+        },
+        py::arg("source"), py::arg("is_file"), py::arg("name"), py::arg("jobs"));
+
+    m.def(
         "validate",
         [](const std::string& directory) {
             py::gil_scoped_release release;

@@ -76,6 +76,41 @@ def check(config=None, /, **overrides):
     return _podsim.check(*_source(config), _overrides(overrides))
 
 
+def _value(text):
+    """A swept value (flow YAML) as a Python number or bool where it is one: 256, 0.5, True, '2x2x4'."""
+    if text in ("true", "false"):
+        return text == "true"
+    for convert in (int, float):
+        try:
+            return convert(text)
+        except ValueError:
+            pass
+    return text
+
+
+def sweep(sweep, jobs=None):
+    """Runs a sweep (schema podsim.sweep/v1) and returns one row per config, in index order: a
+    pandas.DataFrame when pandas is installed, else a list of dicts.
+
+    sweep: a dict, YAML text or a path (a `base:` path in a dict or text resolves against the
+    current directory). Columns: index, status ('ok' or 'skipped'), reason, one per swept key
+    (its dotted path), then the report fields of `podsim sweep`'s results.csv (name, chips,
+    step_time_s, mfu, hfu, tokens_per_s, peak_bytes, capacity_bytes, fits, exposed_communication_s,
+    compute_s, host_peak_bytes, host_fits, compile_time_s, kept). jobs: threads (default: cores).
+    """
+    parameters, rows = _podsim.sweep(*_source(sweep), int(jobs or 0))
+    for row in rows:
+        for name in parameters:
+            row[name] = _value(row[name])
+    try:
+        import pandas
+    except ImportError:
+        return rows
+    columns = ["index", "status", "reason", *parameters]
+    frame = pandas.DataFrame(rows, columns=None if rows else columns)
+    return frame[columns + [c for c in frame.columns if c not in columns]]
+
+
 def collective(slice, *, topology="tpu-v4", mesh=None, op="all-gather", axis=None, bytes="64MiB",
                twisted=False):
     """Simulates one collective alone on a slice (`podsim collective`); returns a dict with time_s,

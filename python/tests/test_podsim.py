@@ -96,6 +96,61 @@ class ErrorTest(unittest.TestCase):
         self.assertEqual(caught.exception.diagnostics[0]["key_path"], "op")
 
 
+class SweepTest(unittest.TestCase):
+    SWEEP = ROOT / "configs" / "sweeps" / "vit-cifar-mesh.yaml"  # 2 meshes x 3 batches
+
+    def test_rows_in_index_order_match_single_runs(self):
+        rows = podsim.sweep(self.SWEEP, jobs=2)
+        if not isinstance(rows, list):
+            rows = rows.to_dict("records")
+        self.assertEqual([r["index"] for r in rows], list(range(6)))
+        self.assertEqual([r["training.global_batch"] for r in rows], [128, 1024, 4096] * 2)
+        # Each row is the run of the base config with its swept values as overrides.
+        base = ROOT / "configs" / "vit-cifar-mesh-4x2-b128.yaml"
+        for r in rows[3:]:
+            self.assertEqual(r["mesh"], "{data: 4, tensor: 2}")
+            single = podsim.run(base, **{"training.global_batch": r["training.global_batch"]})
+            self.assertEqual(r["status"], "ok")
+            self.assertEqual(r["step_time_s"], single["step_time_s"])
+            self.assertEqual(r["mfu"], single["mfu"])
+            self.assertEqual(r["fits"], single["memory"]["fits"])
+
+    def test_dataframe_or_list_without_pandas(self):
+        import sys
+        try:
+            import pandas  # noqa: F401
+        except ImportError:
+            pandas = None
+        if pandas is not None:
+            frame = podsim.sweep(self.SWEEP)
+            self.assertEqual(list(frame.columns[:5]), ["index", "status", "reason", "mesh", "training.global_batch"])
+            self.assertEqual(len(frame), 6)
+        saved = sys.modules.get("pandas")
+        sys.modules["pandas"] = None  # import pandas now raises ImportError
+        try:
+            rows = podsim.sweep(self.SWEEP, jobs=1)
+        finally:
+            if saved is None:
+                del sys.modules["pandas"]
+            else:
+                sys.modules["pandas"] = saved
+        self.assertIsInstance(rows, list)
+        self.assertEqual(len(rows), 6)
+
+    def test_sweep_as_dict_and_its_errors(self):
+        sweep = {"schema": "podsim.sweep/v1", "base": str(ROOT / "configs" / "default.yaml"),
+                 "axes": {"training.per_chip_batch": [16, 32]}}
+        rows = podsim.sweep(sweep)
+        if not isinstance(rows, list):
+            rows = rows.to_dict("records")
+        self.assertEqual([r["training.per_chip_batch"] for r in rows], [16, 32])
+        self.assertEqual(rows[1]["step_time_s"], podsim.run(DEFAULT)["step_time_s"])  # 32 per chip = 128
+        sweep["axes"] = {"training.per_chip_bach": [16]}
+        with self.assertRaises(podsim.ConfigError) as caught:
+            podsim.sweep(sweep)
+        self.assertIn("did you mean 'training.per_chip_batch'?", str(caught.exception))
+
+
 class CollectiveExplainValidateTest(unittest.TestCase):
     def test_collective(self):
         r = podsim.collective("4x4x4", mesh={"fsdp": 16, "tensor": 4}, axis="fsdp", bytes="64MiB")

@@ -25,7 +25,8 @@ int command_calibrate(const CalibrateCommand& c) {
     }
     for (const auto& pair : c.cases) {
         auto eq = pair.find('=');
-        if (eq == std::string::npos) option_error("--case", fmt::format("'{}' is not CONFIG=PROFILE", pair));
+        if (eq == std::string::npos)
+            option_error("podsim calibrate", "--case", fmt::format("'{}' is not CONFIG=PROFILE", pair));
         run::RunSpec spec = config::load_run_file(pair.substr(0, eq));
         cases.push_back(profile::case_from_profile(pair, spec, pair.substr(eq + 1)));
     }
@@ -43,7 +44,7 @@ int command_calibrate(const CalibrateCommand& c) {
         }
     }
     if (cases.empty())
-        option_error("calibrate",
+        option_error("podsim calibrate", "calibrate",
                      "give --profile FILE (with a config), --case CONFIG=PROFILE or --suite DIR");
     std::vector<std::string> params =
         c.params.empty() ? std::vector<std::string>{"mxu_efficiency_jax",  "mxu_efficiency_pytorch_xla",

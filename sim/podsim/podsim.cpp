@@ -143,6 +143,12 @@ SweepPlan load_sweep_text(const std::string& yaml_text, const std::string& name,
     return SweepPlan::load_text(yaml_text, name, or_current(base_dir));
 }
 
+SweepSummary run_sweep(const SweepPlan& plan, SweepOptions options,
+                       const std::function<void(const SweepRow&)>& on_row) {
+    if (on_row) options.on_row = on_row;
+    return sweep::run_sweep(plan, options);
+}
+
 std::vector<ValidationResult> validate_suite(const std::string& directory) {
     auto results = profile::evaluate_suite(config::load_validation_suite(directory));
     fs::path collective_dir = fs::path(directory) / "collectives";

@@ -100,6 +100,12 @@ SweepPlan load_sweep(const std::string& path);
 SweepPlan load_sweep_text(const std::string& yaml_text, const std::string& name = "<text>",
                           const std::filesystem::path& base_dir = {});
 
+// Runs the sweep on options.jobs threads (writing options.out_dir when set); `on_row` sees every row
+// (simulated or skipped, with its swept values and report fields) in index order, on the calling
+// thread. Returns the ranked summary.
+SweepSummary run_sweep(const SweepPlan& plan, SweepOptions options,
+                       const std::function<void(const SweepRow&)>& on_row = {});
+
 // ------------------------------------------------------------------ validation
 
 using ValidationResult = profile::CaseResult;

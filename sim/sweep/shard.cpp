@@ -97,6 +97,23 @@ Shard from_kubernetes(const Environment& env, int count_option) {
 
 }  // namespace
 
+std::string format_shard_record(const ShardRecord& r) {
+    return fmt::format("shard {}/{}\nconfigs {}\n", r.index, r.count, r.configs);
+}
+
+std::optional<ShardRecord> parse_shard_record(const std::string& text) {
+    ShardRecord r;
+    std::string shard_word, configs_word;
+    char slash = 0;
+    std::istringstream in(text);
+    if (!(in >> shard_word >> r.index >> slash >> r.count >> configs_word >> r.configs) ||
+        shard_word != "shard" || slash != '/' || configs_word != "configs" || r.count < 1 || r.index < 1 ||
+        r.index > r.count) {
+        return std::nullopt;
+    }
+    return r;
+}
+
 Environment process_environment() {
     return [](const std::string& name) -> std::optional<std::string> {
         const char* value = std::getenv(name.c_str());

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cstddef>
 #include <functional>
 #include <optional>
 #include <string>
@@ -25,5 +26,15 @@ Environment process_environment();
 // `count_option` is --shard-count (0 = not given). Mistakes throw core::UserError labelled
 // "podsim sweep".
 Shard resolve_shard(const std::string& option, int count_option, const Environment& environment);
+
+// What a sweep's --out directory holds (its shard.txt), so that `sweep merge` can tell a complete
+// set of shards from a partial or doubled one.
+struct ShardRecord {
+    int index = 1;
+    int count = 1;
+    std::size_t configs = 0;  // in the whole sweep
+};
+std::string format_shard_record(const ShardRecord& record);
+std::optional<ShardRecord> parse_shard_record(const std::string& text);
 
 }  // namespace podsim::sweep
