@@ -7,9 +7,10 @@
 
 include(GNUInstallDirs)
 
-# -Wno-restrict: GCC 12 false positive on std::string concatenation at -O2 (GCC bug 105329).
+# -Wno-restrict: GCC 12 false positive on std::string concatenation at -O2 (GCC bug 105329); clang
+# (the sanitizer and fuzz build) has no such option.
 set(PODSIM_WARNINGS -Wall -Wextra -Wpedantic -Werror -Wshadow -Wnon-virtual-dtor -Wconversion
-    -Wno-sign-conversion -Wno-restrict)
+    -Wno-sign-conversion $<$<CXX_COMPILER_ID:GNU>:-Wno-restrict>)
 
 function(podsim_target_options target)
   target_compile_options(${target} PRIVATE ${PODSIM_WARNINGS})
@@ -17,6 +18,11 @@ function(podsim_target_options target)
     target_compile_options(${target} PRIVATE -fsanitize=address,undefined -fno-omit-frame-pointer
                                              -fno-sanitize-recover=all)
     target_link_options(${target} PUBLIC -fsanitize=address,undefined)
+  endif()
+  if(PODSIM_FUZZ)
+    # Coverage feedback for libFuzzer in every module; executables without libFuzzer still link
+    # (the sanitizer runtime provides the coverage callbacks).
+    target_compile_options(${target} PRIVATE -fsanitize=fuzzer-no-link)
   endif()
 endfunction()
 

@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "core/bounded_file.hpp"
 #include "core/suggest.hpp"
 
 namespace podsim::config::detail {
@@ -64,29 +65,12 @@ YAML::Node load_yaml_string(const std::string& text, const std::string& name,
 }
 
 YAML::Node load_yaml_file(const std::string& path, core::Diagnostics& diagnostics) {
-    std::error_code ec;
-    if (!std::filesystem::exists(path, ec)) {
-        diagnostics.error({path, 0, 0}, "", "no such file");
+    core::FileBytes file = core::read_regular_file(path, kMaxConfigBytes);
+    if (!file.error.empty()) {
+        diagnostics.error({path, 0, 0}, "", file.error);
         return YAML::Node();
     }
-    if (std::filesystem::is_directory(path, ec)) {
-        diagnostics.error({path, 0, 0}, "", "is a directory, not a YAML file");
-        return YAML::Node();
-    }
-    auto size = std::filesystem::file_size(path, ec);
-    if (!ec && size > kMaxConfigBytes) {
-        diagnostics.error({path, 0, 0}, "",
-                          fmt::format("file is {} bytes; configs are limited to 16 MiB", size));
-        return YAML::Node();
-    }
-    std::ifstream in(path, std::ios::binary);
-    if (!in) {
-        diagnostics.error({path, 0, 0}, "", "cannot open the file");
-        return YAML::Node();
-    }
-    std::stringstream buffer;
-    buffer << in.rdbuf();
-    std::string text = buffer.str();
+    const std::string& text = file.bytes;
     if (text.find('\0') != std::string::npos) {
         diagnostics.error({path, 0, 0}, "", "binary data (a NUL byte), not a YAML file");
         return YAML::Node();

@@ -21,9 +21,8 @@ class EventHandler {
 class Engine {
   public:
     void schedule_at(Time when, EventHandler& handler, std::uint64_t tag);
-    void schedule_after(Time delay, EventHandler& handler, std::uint64_t tag) {
-        schedule_at(now_ + delay, handler, tag);
-    }
+    // Throws TimeOverflow when now + delay passes kMaxTime.
+    void schedule_after(Time delay, EventHandler& handler, std::uint64_t tag);
     // Runs until no event is left; returns the time of the last event.
     Time run();
     Time now() const { return now_; }

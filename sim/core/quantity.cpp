@@ -99,6 +99,26 @@ std::string_view dimension_example(Dimension dimension) {
     return "";
 }
 
+namespace {
+
+const char* dimension_base_unit(Dimension d) {
+    switch (d) {
+        case Dimension::bytes:
+            return "bytes";
+        case Dimension::time:
+            return "seconds";
+        case Dimension::bandwidth:
+            return "bytes per second";
+        case Dimension::flop_rate:
+            return "FLOP/s";
+        case Dimension::frequency:
+            return "Hz";
+    }
+    return "base units";
+}
+
+}  // namespace
+
 QuantityParse parse_quantity(std::string_view text, Dimension expected) {
     QuantityParse result;
     std::string_view s = trim(text);
@@ -132,6 +152,12 @@ QuantityParse parse_quantity(std::string_view text, Dimension expected) {
             result.error = fmt::format("'{}' is a {}, but a {} is expected (such as '{}')", s,
                                        dimension_name(def.dimension), dimension_name(expected),
                                        dimension_example(expected));
+            return result;
+        }
+        // 1e300 TB/s is a finite number but not a finite bandwidth in B/s.
+        if (!std::isfinite(number * def.scale)) {
+            result.error = fmt::format("'{}' is out of range: it is not a finite number once converted to {}",
+                                       s, dimension_base_unit(expected));
             return result;
         }
         result.ok = true;

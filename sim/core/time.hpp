@@ -2,6 +2,11 @@
 
 #include <cmath>
 #include <cstdint>
+#include <limits>
+#include <stdexcept>
+#include <string>
+
+#include <fmt/format.h>
 
 namespace podsim::core {
 
@@ -15,10 +20,31 @@ inline constexpr Time kMicrosecond = 1'000'000;
 inline constexpr Time kMillisecond = 1'000'000'000;
 inline constexpr Time kSecond = 1'000'000'000'000;
 
-// Durations computed by the cost model are doubles in seconds; round up so that no op takes zero time.
+// The latest representable instant (about 106.75 days).
+inline constexpr Time kMaxTime = std::numeric_limits<Time>::max();
+
+// A duration or an instant beyond kMaxTime, or a duration that is not a number. Not a bug of podsim
+// but of its input (a config whose step would last longer than int64 picoseconds reach); callers
+// that know the input turn it into a core::UserError.
+class TimeOverflow : public std::overflow_error {
+  public:
+    explicit TimeOverflow(const std::string& what) : std::overflow_error(what) {}
+};
+
+// Durations computed by the cost model are doubles in seconds; round up so that no op takes zero
+// time. Throws TimeOverflow for NaN and for durations of kMaxTime or more (the cast would be
+// undefined behaviour).
 inline Time from_seconds(double seconds) {
+    if (std::isnan(seconds)) throw TimeOverflow("a duration is not a number");
     if (!(seconds > 0.0)) return 0;
-    return static_cast<Time>(std::ceil(seconds * static_cast<double>(kSecond)));
+    const double picoseconds = std::ceil(seconds * static_cast<double>(kSecond));
+    // 2^63 is exactly representable; every double below it converts without overflow.
+    if (!(picoseconds < 9223372036854775808.0)) {
+        throw TimeOverflow(fmt::format(
+            "a duration of {:.4g} s exceeds the simulated-time limit (int64 picoseconds, about 106 days)",
+            seconds));
+    }
+    return static_cast<Time>(picoseconds);
 }
 
 inline double to_seconds(Time t) {

@@ -1,12 +1,17 @@
 #include "hardware/slice_shape.hpp"
 
 #include <charconv>
+#include <limits>
 
 namespace podsim::hardware {
 
 long SliceShape::chips() const {
+    // Saturates instead of overflowing: four dimensions of up to 10^6 exceed any integer type, and
+    // the caller's size limit then rejects the shape.
     long n = 1;
-    for (int d : dims) n *= d;
+    for (int d : dims) {
+        if (__builtin_mul_overflow(n, static_cast<long>(d), &n)) return std::numeric_limits<long>::max();
+    }
     return n;
 }
 

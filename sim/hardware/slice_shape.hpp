@@ -11,7 +11,7 @@ namespace podsim::hardware {
 struct SliceShape {
     std::vector<int> dims;
 
-    long chips() const;
+    long chips() const;  // saturates at the largest long
     std::string to_string() const;
     bool operator==(const SliceShape&) const = default;
 };

@@ -20,6 +20,12 @@ std::optional<std::string> slice_shape_error(const TopologySpec& topology, const
         return fmt::format("slice {} has {} dimensions, but {} chips form a {}D mesh", shape.to_string(),
                            shape.dims.size(), topology.name, topology.ici.dims);
     }
+    if (shape.chips() > kMaxSliceChips) {
+        double chips = 1.0;
+        for (int d : shape.dims) chips *= d;
+        return fmt::format("slice {} has {:.0f} chips; podsim simulates at most {} chips per slice",
+                           shape.to_string(), chips, kMaxSliceChips);
+    }
     SliceShape s = normalized_slice(topology, shape);
     SliceShape max = normalized_slice(topology, topology.ici.max_slice);
     for (std::size_t d = 0; d < s.dims.size(); ++d) {

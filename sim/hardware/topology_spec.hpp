@@ -46,6 +46,11 @@ struct TopologySpec {
     std::map<std::string, std::string> sources;  // key path -> where the number comes from
 };
 
+// The most chips one simulated slice may have: 16 times a full TPU v4 pod (4,096 chips) and 7 times a
+// v5p pod (8,960). The torus, its links and every collective's rings grow with it; beyond this a
+// config costs gigabytes and minutes (256x256x256 exhausted memory).
+inline constexpr long kMaxSliceChips = 65'536;
+
 // Why `shape` cannot be a slice of `topology`, or nullopt when it can.
 std::optional<std::string> slice_shape_error(const TopologySpec& topology, const SliceShape& shape);
 

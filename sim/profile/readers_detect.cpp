@@ -9,35 +9,58 @@
 
 #include <fmt/format.h>
 
+#include "core/bounded_file.hpp"
+#include "profile/pt_xla_debug.hpp"
 #include "profile/readers_common.hpp"
 
 // Format detection: which reader a file goes to, by content (after gunzip and untar).
 
 namespace podsim::profile {
+namespace {
+
+// Profiles of a large job run to hundreds of MB; beyond 1 GiB (raw or decompressed) podsim would
+// need several times that in memory to parse it.
+constexpr std::uint64_t kMaxProfileBytes = std::uint64_t{1} << 30;
+
+}  // namespace
 
 std::string read_file_bytes(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) profile_error(path, 0, "cannot open the file");
-    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    core::FileBytes file = core::read_regular_file(path, kMaxProfileBytes);
+    if (!file.error.empty()) profile_error(path, 0, file.error);
+    std::string& bytes = file.bytes;
     if (bytes.size() >= 2 && static_cast<unsigned char>(bytes[0]) == 0x1f &&
         static_cast<unsigned char>(bytes[1]) == 0x8b) {
-        gzFile gz = gzopen(path.c_str(), "rb");
-        if (!gz) profile_error(path, 0, "cannot open the gzip stream");
+        // Inflate from memory (gzip header: windowBits 15 + 16), bounded: a small .gz can expand to
+        // any size.
+        z_stream z{};
+        if (inflateInit2(&z, 15 + 16) != Z_OK) profile_error(path, 0, "cannot start gzip decompression");
         std::string out;
         char buffer[1 << 16];
-        int n;
-        while ((n = gzread(gz, buffer, sizeof buffer)) > 0) out.append(buffer, static_cast<std::size_t>(n));
-        int err = 0;
-        const char* message = gzerror(gz, &err);
-        bool truncated = n < 0 || (err != Z_OK && err != Z_STREAM_END);
-        std::string why = message ? message : "";
-        gzclose(gz);
-        if (truncated)
+        z.next_in = reinterpret_cast<Bytef*>(bytes.data());
+        z.avail_in = static_cast<uInt>(bytes.size());
+        int status = Z_OK;
+        while (status == Z_OK) {
+            z.next_out = reinterpret_cast<Bytef*>(buffer);
+            z.avail_out = sizeof buffer;
+            status = inflate(&z, Z_NO_FLUSH);
+            out.append(buffer, sizeof buffer - z.avail_out);
+            if (out.size() > kMaxProfileBytes) {
+                inflateEnd(&z);
+                profile_error(path, 0,
+                              fmt::format("gzip data decompresses to more than {}, the limit for a profile",
+                                          core::format_byte_limit(kMaxProfileBytes)));
+            }
+        }
+        const std::string why = z.msg ? z.msg : "";
+        inflateEnd(&z);
+        if (status != Z_STREAM_END) {
             profile_error(path, 0,
-                          fmt::format("corrupt or truncated gzip data after {} bytes: {}", out.size(), why));
+                          fmt::format("corrupt or truncated gzip data after {} bytes{}", out.size(),
+                                      why.empty() ? std::string() : ": " + why));
+        }
         return out;
     }
-    return bytes;
+    return std::move(file.bytes);
 }
 
 namespace {
@@ -82,6 +105,8 @@ MeasuredProfile read_profile(const std::string& path) {
         if (bytes.find("\"podStatsSequence\"") != std::string::npos) return read_pod_viewer_profile(path);
         return read_chrome_trace(path, bytes);
     }
+    if (is_pt_xla_debug_log(bytes) && bytes.find("Metric: ") == std::string::npos)
+        return read_pt_xla_debug_log(path, bytes);
     if (bytes.find("Metric: ") != std::string::npos || bytes.find("Counter: ") != std::string::npos) {
         return read_pytorch_xla_metrics(path, bytes);
     }

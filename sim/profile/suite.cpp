@@ -333,7 +333,8 @@ std::string format_suite_json(const std::vector<CaseResult>& results) {
                          {"source", r.source}});
     }
     nlohmann::ordered_json j = {{"schema", "podsim.validation-suite/v1"}, {"cases", cases}};
-    return j.dump(2) + "\n";
+    // Names and ids come from user files: invalid UTF-8 becomes U+FFFD rather than an exception.
+    return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 bool suite_passed(const std::vector<CaseResult>& results) {

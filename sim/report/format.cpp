@@ -55,6 +55,11 @@ std::string format_table(const RunReport& r) {
                      format_bytes(m.optimizer_bytes)));
     line("saved activations", format_bytes(m.activations_bytes));
     line("gathered weights", format_bytes(m.gathered_weights_bytes));
+    if (r.prefetch_depth > 0 || r.prefetch_limited_by_memory) {
+        line("FSDP prefetch",
+             fmt::format("{} group{} ahead{}", r.prefetch_depth, r.prefetch_depth == 1 ? "" : "s",
+                         r.prefetch_limited_by_memory ? " (lowered to fit in HBM)" : ""));
+    }
     line("collective buffers", format_bytes(m.collective_buffers_bytes));
     line("temporaries", format_bytes(m.temporaries_bytes));
     if (!m.peak_op.empty()) line("peak reached during", m.peak_op);
@@ -131,6 +136,7 @@ std::string format_json(const RunReport& r) {
                         {"processes_per_host", r.host_processes},
                         {"init", r.host_full_model ? "full" : "sharded"}};
     j["compile_time_s"] = r.compile_time_s;
+    j["fsdp_prefetch"] = {{"depth", r.prefetch_depth}, {"limited_by_memory", r.prefetch_limited_by_memory}};
     j["recompile_every_step"] = r.recompile_every_step;
     j["breakdown_s"] = {{"compute", r.compute_s},
                         {"exposed_communication", r.exposed_communication_s},
@@ -161,7 +167,8 @@ std::string format_json(const RunReport& r) {
     }
     j["resources"] = resources;
     j["simulation"] = {{"ops", r.ops}, {"events", r.events}};
-    return j.dump(2) + "\n";
+    // Names and ids come from user files: invalid UTF-8 becomes U+FFFD rather than an exception.
+    return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 std::string chrome_trace(const std::string& name, const parallel::DeviceProgram& program,
@@ -212,7 +219,8 @@ std::string chrome_trace(const std::string& name, const parallel::DeviceProgram&
                           {"args", {{"bytes", s.live_bytes}}}});
     }
     nlohmann::json trace = {{"traceEvents", events}, {"displayTimeUnit", "ms"}};
-    return trace.dump() + "\n";
+    // Names come from user files: invalid UTF-8 becomes U+FFFD rather than an exception.
+    return trace.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 }  // namespace podsim::report

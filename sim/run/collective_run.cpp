@@ -83,8 +83,12 @@ CollectiveResult run_collective(const CollectiveRequest& r) {
     network::FlowNetwork network(engine, bandwidth);
     Finish finish;
     finish.done.assign(1, 0);
-    network.start(result.plan.phases, finish, 0);
-    engine.run();
+    try {
+        network.start(result.plan.phases, finish, 0);
+        engine.run();
+    } catch (const core::TimeOverflow& e) {
+        fail("--bytes", e.what());
+    }
     result.time_s = core::to_seconds(finish.done[0]);
     result.closed_form_s =
         collectives::closed_form_ici(r.kind, r.bytes, combined.parts, link_bandwidth,

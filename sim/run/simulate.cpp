@@ -1,5 +1,7 @@
 #include "run/simulate.hpp"
 
+#include <algorithm>
+#include <cstdint>
 #include <map>
 #include <tuple>
 
@@ -15,8 +17,22 @@
 namespace podsim::run {
 
 std::vector<SemanticError> semantic_errors(const RunSpec& spec) {
-    return parallel::sharding_errors(spec.model, spec.training, spec.topology, spec.slice, spec.slices,
-                                     spec.mesh);
+    auto errors = parallel::sharding_errors(spec.model, spec.training, spec.topology, spec.slice, spec.slices,
+                                            spec.mesh);
+    // Each layer of each microbatch becomes some 30 ops and their dependencies in the program,
+    // the timeline and the memory profile (about 30 KB and 0.1 ms per layer pass): 100,000 layers
+    // took 3 GB and 13 s, a million 18 GB. The bound keeps every run under a few seconds and a
+    // gigabyte; the largest published models have about 120 layers.
+    const std::int64_t layer_passes = static_cast<std::int64_t>(spec.model.layers) *
+                                      static_cast<std::int64_t>(std::max(spec.training.microbatches, 1));
+    if (layer_passes > kMaxLayerPasses) {
+        errors.push_back({"model.layers",
+                          fmt::format("{} layers x {} microbatches = {} layer passes per step; podsim "
+                                      "simulates at most {}",
+                                      spec.model.layers, spec.training.microbatches, layer_passes,
+                                      kMaxLayerPasses)});
+    }
+    return errors;
 }
 
 namespace {
@@ -66,38 +82,72 @@ Simulation simulate(const RunSpec& spec) {
                               workload::lower_training_step(spec.model, spec.training)));
 }
 
-Simulation simulate(const RunSpec& spec, std::shared_ptr<const workload::OpGraph> lowered) {
-    Simulation sim;
-    auto mapping = network::map_mesh_axes(spec.topology, spec.slice, spec.mesh);
-    if (auto* error = std::get_if<std::string>(&mapping)) {
-        core::Diagnostics d;
-        d.error({spec.source, 0, 0}, "mesh", *error);
-        throw core::UserError(d);
-    }
-    sim.mapping = std::get<std::vector<network::AxisMapping>>(std::move(mapping));
+namespace {
 
+Simulation simulate_with(const RunSpec& spec, const parallel::RuntimeSpec& runtime,
+                         std::shared_ptr<const workload::OpGraph> lowered,
+                         std::vector<network::AxisMapping> mapping) {
+    Simulation sim;
+    sim.mapping = std::move(mapping);
     sim.graph = std::move(lowered);
     sim.program = parallel::partition(
-        parallel::PartitionInput{*sim.graph, spec.training, spec.mesh, sim.mapping, spec.runtime});
-    cost::CostModel model(
-        cost::CostContext{spec.topology, spec.runtime, spec.calibration, spec.training.dtype});
+        parallel::PartitionInput{*sim.graph, spec.training, spec.mesh, sim.mapping, runtime});
+    cost::CostModel model(cost::CostContext{spec.topology, runtime, spec.calibration, spec.training.dtype});
     sim.costs = model.cost_all(sim.program);
     scheduler::NetworkInput network = plan_network(spec, sim);
-    sim.timeline = scheduler::schedule(sim.program, sim.costs, spec.runtime, sim.torus ? &network : nullptr);
+    try {
+        sim.timeline = scheduler::schedule(sim.program, sim.costs, runtime, sim.torus ? &network : nullptr);
+    } catch (const core::TimeOverflow& e) {
+        core::Diagnostics d;
+        d.error({spec.source, 0, 0}, "",
+                fmt::format("cannot simulate this config: {}; one step would last longer than podsim "
+                            "can represent (check sizes, bandwidths and runtime.host_overhead)",
+                            e.what()));
+        throw core::UserError(d);
+    }
     sim.memory = memory::profile_memory(sim.program, sim.timeline, spec.topology.chip.hbm_capacity);
     memory::HostMemoryInput host_in;
     host_in.total_params = static_cast<double>(workload::count_params(spec.model).total);
     host_in.param_bytes = static_cast<double>(core::dtype_bytes(spec.training.param_dtype));
     host_in.params_per_chip_bytes = sim.program.params_bytes;
     host_in.chips_per_host = spec.topology.host.chips_per_host;
-    host_in.process_per_chip = spec.runtime.process_per_chip();
-    host_in.full_model_on_host = spec.runtime.full_model_on_host();
+    host_in.process_per_chip = runtime.process_per_chip();
+    host_in.full_model_on_host = runtime.full_model_on_host();
     host_in.host_capacity = spec.topology.host.host_memory;
     sim.host_memory = memory::host_memory(host_in);
     sim.report = report::build_report(
-        report::ReportInput{spec.name, spec.model, spec.training, spec.runtime, spec.topology, spec.slice,
+        report::ReportInput{spec.name, spec.model, spec.training, runtime, spec.topology, spec.slice,
                             spec.slices, spec.mesh, spec.mfu_attention, sim.program, sim.costs, sim.timeline,
                             sim.memory, sim.host_memory, model.compile_seconds(sim.program)});
+    sim.report.prefetch_depth =
+        runtime.async() && spec.mesh.ici_size_of("fsdp") > 1 ? runtime.prefetch_depth : 0;
+    return sim;
+}
+
+}  // namespace
+
+Simulation simulate(const RunSpec& spec, std::shared_ptr<const workload::OpGraph> lowered) {
+    auto mapping = network::map_mesh_axes(spec.topology, spec.slice, spec.mesh);
+    if (auto* error = std::get_if<std::string>(&mapping)) {
+        core::Diagnostics d;
+        d.error({spec.source, 0, 0}, "mesh", *error);
+        throw core::UserError(d);
+    }
+    auto axes = std::get<std::vector<network::AxisMapping>>(std::move(mapping));
+    Simulation sim = simulate_with(spec, spec.runtime, lowered, axes);
+    // XLA's latency-hiding scheduler keeps the live bytes under a memory limit (SchedulerConfig::
+    // memory_limit in xla/service/latency_hiding_scheduler.h): when prefetching the next groups'
+    // gathered weights would not fit in HBM, it issues the all-gathers later. podsim lowers the
+    // prefetch depth until the step fits, and reports the depth used; the gathers it no longer
+    // hides show up as exposed communication.
+    for (int depth = sim.report.prefetch_depth - 1; !sim.memory.fits && depth >= 0; --depth) {
+        parallel::RuntimeSpec runtime = spec.runtime;
+        runtime.prefetch_depth = depth;
+        Simulation lower = simulate_with(spec, runtime, lowered, axes);
+        if (!lower.memory.fits) continue;
+        sim = std::move(lower);
+        sim.report.prefetch_limited_by_memory = true;
+    }
     return sim;
 }
 

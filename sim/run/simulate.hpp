@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -44,9 +45,13 @@ Simulation simulate(const RunSpec& spec);
 // each distinct model and training setup once and share it across meshes and slices.
 Simulation simulate(const RunSpec& spec, std::shared_ptr<const workload::OpGraph> lowered);
 
+// Layers times microbatches a step may have (see semantic_errors).
+inline constexpr std::int64_t kMaxLayerPasses = 20'000;
+
 using SemanticError = parallel::ShardingError;
 
-// parallel::sharding_errors of the spec's parts (config loading reports them; see there).
+// parallel::sharding_errors of the spec's parts, and the bound on layer passes per step (config
+// loading reports them; see there).
 std::vector<SemanticError> semantic_errors(const RunSpec& spec);
 
 }  // namespace podsim::run

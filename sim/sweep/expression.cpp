@@ -10,15 +10,23 @@
 
 namespace podsim::sweep {
 
+// `and` / `or` nodes hold all their operands (a chain of 10,000 terms is one node, not a tree
+// 10,000 deep), so recursion depth is bounded by the parenthesis and `not` nesting, which the
+// parser limits.
 struct Expression::Node {
     enum Kind { number, field, compare, logical_and, logical_or, logical_not } kind = number;
     double value = 0.0;
     std::string name;
     std::string op;
-    std::shared_ptr<const Node> left, right;
+    std::vector<std::shared_ptr<const Node>> operands;
 };
 
 namespace {
+
+// Bounds that keep parsing and evaluation cheap and the recursion shallow: a real filter is a
+// line or two, nested a few levels.
+constexpr std::size_t kMaxExpressionChars = 10'000;
+constexpr int kMaxNesting = 64;
 
 using NodePtr = std::shared_ptr<const Expression::Node>;
 
@@ -27,6 +35,11 @@ class Parser {
     Parser(const std::string& text, const std::vector<std::string>& fields) : text_(text), fields_(fields) {}
 
     NodePtr parse() {
+        if (text_.size() > kMaxExpressionChars) {
+            fail(fmt::format("the expression has {} characters; the limit is {}", text_.size(),
+                             kMaxExpressionChars));
+            return make({});
+        }
         NodePtr n = parse_or();
         skip();
         if (pos_ < text_.size()) fail(fmt::format("unexpected '{}'", text_.substr(pos_)));
@@ -61,36 +74,44 @@ class Parser {
     }
     NodePtr make(Expression::Node n) { return std::make_shared<const Expression::Node>(std::move(n)); }
 
+    // Enters one level of parentheses or `not`; false (and an error) beyond kMaxNesting.
+    bool descend() {
+        if (++depth_ <= kMaxNesting) return true;
+        fail(fmt::format("nested more than {} levels deep", kMaxNesting));
+        return false;
+    }
+
     NodePtr parse_or() {
-        NodePtr left = parse_and();
-        while (word("or") || symbol("||")) {
-            Expression::Node n;
-            n.kind = Expression::Node::logical_or;
-            n.left = left;
-            n.right = parse_and();
-            left = make(std::move(n));
-        }
-        return left;
+        NodePtr first = parse_and();
+        Expression::Node n;
+        n.kind = Expression::Node::logical_or;
+        n.operands.push_back(first);
+        while (error.empty() && (word("or") || symbol("||"))) n.operands.push_back(parse_and());
+        return n.operands.size() == 1 ? first : make(std::move(n));
     }
     NodePtr parse_and() {
-        NodePtr left = parse_not();
-        while (word("and") || symbol("&&")) {
-            Expression::Node n;
-            n.kind = Expression::Node::logical_and;
-            n.left = left;
-            n.right = parse_not();
-            left = make(std::move(n));
-        }
-        return left;
+        NodePtr first = parse_not();
+        Expression::Node n;
+        n.kind = Expression::Node::logical_and;
+        n.operands.push_back(first);
+        while (error.empty() && (word("and") || symbol("&&"))) n.operands.push_back(parse_not());
+        return n.operands.size() == 1 ? first : make(std::move(n));
     }
     NodePtr parse_not() {
-        if (word("not") || symbol("!")) {
+        int nots = 0;
+        while (word("not") || symbol("!")) {
+            if (!descend()) return make({});
+            ++nots;
+        }
+        NodePtr inner = parse_compare();
+        for (; nots > 0; --nots) {
             Expression::Node n;
             n.kind = Expression::Node::logical_not;
-            n.left = parse_not();
-            return make(std::move(n));
+            n.operands.push_back(inner);
+            inner = make(std::move(n));
+            --depth_;
         }
-        return parse_compare();
+        return inner;
     }
     NodePtr parse_compare() {
         NodePtr left = parse_atom();
@@ -99,8 +120,7 @@ class Parser {
                 Expression::Node n;
                 n.kind = Expression::Node::compare;
                 n.op = op;
-                n.left = left;
-                n.right = parse_atom();
+                n.operands = {left, parse_atom()};
                 return make(std::move(n));
             }
         }
@@ -109,8 +129,10 @@ class Parser {
     NodePtr parse_atom() {
         skip();
         if (symbol("(")) {
+            if (!descend()) return make({});
             NodePtr inner = parse_or();
             if (!symbol(")")) fail("missing ')'");
+            --depth_;
             return inner;
         }
         if (pos_ >= text_.size()) {
@@ -189,6 +211,7 @@ class Parser {
     const std::string& text_;
     const std::vector<std::string>& fields_;
     std::size_t pos_ = 0;
+    int depth_ = 0;
 };
 
 double eval(const Expression::Node& n, const Expression::Fields& fields) {
@@ -198,13 +221,17 @@ double eval(const Expression::Node& n, const Expression::Fields& fields) {
         case Expression::Node::field:
             return fields(n.name).value_or(0.0);
         case Expression::Node::logical_not:
-            return eval(*n.left, fields) == 0.0 ? 1.0 : 0.0;
+            return eval(*n.operands[0], fields) == 0.0 ? 1.0 : 0.0;
         case Expression::Node::logical_and:
-            return eval(*n.left, fields) != 0.0 && eval(*n.right, fields) != 0.0 ? 1.0 : 0.0;
+            for (const auto& operand : n.operands)
+                if (eval(*operand, fields) == 0.0) return 0.0;
+            return 1.0;
         case Expression::Node::logical_or:
-            return eval(*n.left, fields) != 0.0 || eval(*n.right, fields) != 0.0 ? 1.0 : 0.0;
+            for (const auto& operand : n.operands)
+                if (eval(*operand, fields) != 0.0) return 1.0;
+            return 0.0;
         case Expression::Node::compare: {
-            double a = eval(*n.left, fields), b = eval(*n.right, fields);
+            double a = eval(*n.operands[0], fields), b = eval(*n.operands[1], fields);
             if (n.op == "<") return a < b;
             if (n.op == "<=") return a <= b;
             if (n.op == ">") return a > b;

@@ -2,12 +2,14 @@
 
 #include <unistd.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 
 #include <fmt/format.h>
 
 #include "config/load.hpp"
+#include "core/diagnostics.hpp"
 #include "profile/calibrate.hpp"
 #include "report/format.hpp"
 #include "support.hpp"
@@ -103,4 +105,61 @@ TEST_CASE("calibrate recovers matmul shape factors when the profile gives matmul
     CHECK(result.fitted.mxu_medium_shape_factor == doctest::Approx(0.6).epsilon(0.03));
     CHECK(result.fitted.mxu_small_shape_factor == doctest::Approx(0.5).epsilon(0.03));
     CHECK(result.rms_after < 0.01);
+}
+
+TEST_CASE("calibrate refuses more free parameters than measurements and names the ones to fit") {
+    // The PyTorch/XLA metrics report gives one number (the mean step); five parameters fitted to
+    // it reproduced it exactly and meant nothing (collective overhead 5 us -> 924 us).
+    auto spec = test::load_config("configs/default.yaml");
+    auto one = profile::case_from_profile("stable", spec,
+                                          test::source_path("tests/data/pytorch_xla_metrics_stable.txt"));
+    REQUIRE(one.targets.size() == 1);
+    std::string message;
+    try {
+        profile::calibrate(
+            {one}, {"mxu_efficiency_pytorch_xla", "hbm_efficiency", "op_overhead", "collective_overhead"},
+            cost::Calibration::defaults());
+    } catch (const core::UserError& e) {
+        message = e.what();
+    }
+    CHECK(message.find("but 1 measurement: the fit is under-determined") != std::string::npos);
+    CHECK(message.find("Fit at most 1 (the measurements depend most on: --params ") != std::string::npos);
+
+    // One parameter for one number is allowed: an exact fit, flagged as such, with no error bar.
+    auto exact = profile::calibrate({one}, {"op_overhead"}, cost::Calibration::defaults());
+    REQUIRE(exact.parameter_fits.size() == 1);
+    CHECK(std::isnan(exact.parameter_fits[0].standard_error));
+    REQUIRE(exact.warnings.size() == 1);
+    CHECK(exact.warnings[0].find("1 parameters fitted to 1 measurements") != std::string::npos);
+}
+
+TEST_CASE("calibrate reports standard errors, leave-one-out per measurement and its progress") {
+    cost::Calibration truth = cost::Calibration::defaults();
+    truth.mxu_efficiency_jax = 0.6;
+    auto c = synthetic_case("configs/vit-cifar-mesh-8x1-b128.yaml", truth);
+    REQUIRE(c.targets.size() >= 3);
+    std::vector<profile::CalibrationProgress> seen;
+    auto result =
+        profile::calibrate({c}, {"mxu_efficiency_jax", "hbm_efficiency"}, cost::Calibration::defaults(),
+                           [&](const profile::CalibrationProgress& p) { seen.push_back(p); });
+    REQUIRE(result.parameter_fits.size() == 2);
+    for (const auto& pf : result.parameter_fits) {
+        CHECK(pf.determined);
+        // Measurements made by podsim itself: the fit is exact up to solver tolerance, so the
+        // residual spread and the standard error are (nearly) zero.
+        CHECK(std::isfinite(pf.standard_error));
+        CHECK(pf.standard_error < 0.01);
+    }
+    // One fit on everything, then one per left-out measurement.
+    REQUIRE(result.targets.size() == c.targets.size());
+    for (const auto& t : result.targets) CHECK((std::isnan(t.left_out) || std::abs(t.left_out) < 1.0));
+    REQUIRE(!seen.empty());
+    CHECK(seen.back().fits == 1 + static_cast<int>(c.targets.size()));
+    CHECK(seen.back().fit == seen.back().fits);
+    CHECK(seen.back().eta_s >= 0.0);
+    CHECK(seen.back().simulations > 0);
+    CHECK(profile::format_progress(seen.back()).find("calibrate: fit ") == 0);
+    auto text = profile::format_calibration(result);
+    CHECK(text.find("std. error") != std::string::npos);
+    CHECK(text.find("measurement") != std::string::npos);
 }

@@ -1,0 +1,54 @@
+#pragma once
+
+// Shared by the libFuzzer targets of this folder. A target feeds one input to one of podsim's
+// public loaders or readers; a core::UserError (a clear message for the user) is the expected way
+// to reject bad input, so it is caught. Any other exception, a crash, a sanitizer report, a run
+// over the time limit or over the memory limit is a finding.
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "core/diagnostics.hpp"
+
+namespace podsim::fuzz {
+
+// A private directory for the files a loader needs a path for; made once per process.
+inline const std::filesystem::path& scratch_dir() {
+    static const std::filesystem::path dir = [] {
+        std::string pattern = (std::filesystem::temp_directory_path() / "podsim-fuzz-XXXXXX").string();
+        if (!::mkdtemp(pattern.data())) std::abort();
+        return std::filesystem::path(pattern);
+    }();
+    return dir;
+}
+
+// Writes `size` bytes to `name` in the scratch directory and returns its path.
+inline std::string write_input(const std::string& name, const std::uint8_t* data, std::size_t size) {
+    const auto path = scratch_dir() / name;
+    std::filesystem::create_directories(path.parent_path());
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
+    if (!out) std::abort();
+    return path.string();
+}
+
+// Bare names (`model: gpt2-small`) resolve against the source tree's models/ and topologies/.
+inline void use_source_tree() {
+    ::setenv("PODSIM_HOME", PODSIM_SOURCE_DIR, 1);
+}
+
+// Runs `body`, accepting a rejection with a user-facing message (which must say something).
+template <typename Body>
+void expect_result_or_user_error(Body&& body) {
+    try {
+        body();
+    } catch (const core::UserError& e) {
+        if (e.diagnostics().empty()) std::abort();
+    }
+}
+
+}  // namespace podsim::fuzz
