@@ -24,6 +24,6 @@ Override parse_override(const std::string& assignment, const std::string& origin
 // the override rather than in the file.
 RunSpec load_run_file(const std::string& path, const std::vector<Override>& overrides);
 RunSpec load_run_text(const std::string& yaml_text, const std::string& name,
-                           const std::filesystem::path& base_dir, const std::vector<Override>& overrides);
+                      const std::filesystem::path& base_dir, const std::vector<Override>& overrides);
 
 }  // namespace podsim::config
