@@ -137,13 +137,6 @@ RunSpec parse_run(const YAML::Node& root, const std::string& file, const fs::pat
         }
         if (auto m = t.choice("remat", workload::remat_names(), false)) {
             spec.training.remat = static_cast<workload::Remat>(*m);
-            if (spec.training.remat == workload::Remat::qkv_proj_offloaded ||
-                spec.training.remat == workload::Remat::minimal_offloaded) {
-                t.error("remat",
-                        fmt::format("'{}' offloads activations to host memory, which podsim does not "
-                                    "model yet; use the policy without offload to bound it",
-                                    workload::remat_name(spec.training.remat)));
-            }
         }
         // MaxText's `attention` values; `mha` is MaxText's older name for dot_product.
         if (auto a = t.choice("attention", {"dot_product", "mha", "flash"}, false)) {

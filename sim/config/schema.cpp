@@ -185,6 +185,8 @@ const std::vector<KeyDoc>& topology_schema() {
         {"host", "mapping", "{}", "hosts"},
         {"host.chips_per_host", "int", "4", "chips attached to one host"},
         {"host.host_memory", "size", "", "RAM per host"},
+        {"host.transfer_bandwidth_per_chip", "bandwidth", "",
+         "HBM <-> host memory per chip and direction (PCIe DMA); what remat offload moves activations at"},
         {"dcn", "mapping", "{}", "data-center network between slices"},
         {"dcn.bandwidth_per_chip", "bandwidth", "", "what each chip can send across slices"},
         {"dcn.bandwidth_per_host", "bandwidth", "",

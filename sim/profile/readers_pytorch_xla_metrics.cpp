@@ -81,7 +81,8 @@ MeasuredProfile read_pytorch_xla_metrics(const std::string& path, const std::str
         p.metric_counts[name] = count;
         p.metric_totals_s[name] = accumulated[name];
     }
-    const int marked = counters.count("counter:MarkStep") ? static_cast<int>(counters["counter:MarkStep"]) : 0;
+    const int marked =
+        counters.count("counter:MarkStep") ? static_cast<int>(counters["counter:MarkStep"]) : 0;
     for (const auto& [name, count] : samples) p.metric_steps[name] = marked > 0 ? marked : p.steps;
     if (executions > 0) p.step_time_s = accumulated["ExecuteTime"] / executions;
     if (compiles > 0) p.category_s["compile"] = accumulated["CompileTime"] / std::max(1.0, executions);

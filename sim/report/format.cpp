@@ -196,6 +196,9 @@ std::string chrome_trace(const std::string& name, const parallel::DeviceProgram&
             {"phase", workload::phase_name(op.phase)}, {"layer", op.layer}, {"microbatch", op.microbatch}};
         if (parallel::is_collective(op.category)) {
             args["bytes"] = op.collective_bytes;
+        } else if (op.category == parallel::OpCategory::copy) {
+            args["bytes"] = op.bytes;
+            args["direction"] = op.to_host ? "to host" : "to device";
         } else if (op.category != parallel::OpCategory::host) {
             args["flops"] = op.flops;
             args["hbm_bytes"] = op.bytes;

@@ -26,11 +26,11 @@ std::vector<SemanticError> semantic_errors(const RunSpec& spec) {
     const std::int64_t layer_passes = static_cast<std::int64_t>(spec.model.layers) *
                                       static_cast<std::int64_t>(std::max(spec.training.microbatches, 1));
     if (layer_passes > kMaxLayerPasses) {
-        errors.push_back({"model.layers",
-                          fmt::format("{} layers x {} microbatches = {} layer passes per step; podsim "
-                                      "simulates at most {}",
-                                      spec.model.layers, spec.training.microbatches, layer_passes,
-                                      kMaxLayerPasses)});
+        errors.push_back(
+            {"model.layers",
+             fmt::format("{} layers x {} microbatches = {} layer passes per step; podsim "
+                         "simulates at most {}",
+                         spec.model.layers, spec.training.microbatches, layer_passes, kMaxLayerPasses)});
     }
     return errors;
 }
