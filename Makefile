@@ -3,7 +3,7 @@ BUILD       ?= build
 ASAN_BUILD  ?= build-asan
 JOBS        ?= $(shell nproc)
 DEPS        := g++ make cmake libyaml-cpp-dev libeigen3-dev libboost-graph-dev libfmt-dev doctest-dev \
-               libcli11-dev nlohmann-json3-dev zlib1g-dev
+               libcli11-dev nlohmann-json3-dev zlib1g-dev pybind11-dev python3-dev
 SUDO        := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 # The sanitizer build uses clang so that the same build also holds the libFuzzer targets.
 CLANG_DEPS  := clang-14 libclang-rt-14-dev

@@ -5,6 +5,8 @@
 # every `#include "<module>/..."` in the module's sources is checked against DEPS (transitively), so
 # a lower module can never include a higher one: the dependency order is enforced, not just advised.
 
+include(GNUInstallDirs)
+
 # -Wno-restrict: GCC 12 false positive on std::string concatenation at -O2 (GCC bug 105329); clang
 # (the sanitizer and fuzz build) has no such option.
 set(PODSIM_WARNINGS -Wall -Wextra -Wpedantic -Werror -Wshadow -Wnon-virtual-dtor -Wconversion
@@ -24,11 +26,28 @@ function(podsim_target_options target)
   endif()
 endfunction()
 
+# Installs the module's library and its headers, except those internal to it (the ones that
+# include yaml-cpp): an embedding program needs no yaml-cpp headers.
+function(podsim_install_module name)
+  set(public_headers)
+  foreach(header IN LISTS ARGN)
+    file(STRINGS ${header} internal REGEX "^#include <yaml-cpp/")
+    if(NOT internal)
+      list(APPEND public_headers ${header})
+    endif()
+  endforeach()
+  install(TARGETS podsim_${name} EXPORT podsimTargets ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
+  install(FILES ${public_headers} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/podsim/${name})
+endfunction()
+
 function(podsim_module name)
   cmake_parse_arguments(PM "" "" "SOURCES;DEPS;PRIVATE_DEPS;PUBLIC_DEPS" ${ARGN})
   add_library(podsim_${name} STATIC ${PM_SOURCES})
   add_library(podsim::${name} ALIAS podsim_${name})
-  target_include_directories(podsim_${name} PUBLIC ${PROJECT_SOURCE_DIR}/sim)
+  # Installed, headers keep their module folder under include/podsim (cmake/PodsimInstall.cmake).
+  target_include_directories(podsim_${name} PUBLIC $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/sim>
+                                                   $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}/podsim>)
+  set_target_properties(podsim_${name} PROPERTIES EXPORT_NAME ${name})
   foreach(dep IN LISTS PM_DEPS)
     if(NOT TARGET podsim_${dep})
       message(FATAL_ERROR "module ${name} depends on ${dep}, which is not defined yet: "
@@ -52,6 +71,7 @@ function(podsim_module name)
   set_property(GLOBAL PROPERTY PODSIM_MODULES ${all_modules})
 
   file(GLOB headers ${CMAKE_CURRENT_SOURCE_DIR}/*.hpp)
+  podsim_install_module(${name} ${headers})
   foreach(src IN LISTS PM_SOURCES headers)
     get_filename_component(path ${src} ABSOLUTE)
     file(STRINGS ${path} includes REGEX "^#include \"[a-z_]+/")

@@ -41,7 +41,7 @@ int command_calibrate(const CalibrateCommand& c) {
     for (const auto& pair : c.cases) {
         auto eq = pair.find('=');
         if (eq == std::string::npos)
-            option_error("calibrate", "--case", fmt::format("'{}' is not CONFIG=PROFILE", pair));
+            option_error("podsim calibrate", "--case", fmt::format("'{}' is not CONFIG=PROFILE", pair));
         run::RunSpec spec = config::load_run_file(pair.substr(0, eq));
         cases.push_back(profile::case_from_profile(pair, spec, pair.substr(eq + 1)));
     }
@@ -64,7 +64,7 @@ int command_calibrate(const CalibrateCommand& c) {
         }
     }
     if (cases.empty())
-        option_error("calibrate", "",
+        option_error("podsim calibrate", "calibrate",
                      "give --profile FILE (with a config), --case CONFIG=PROFILE or --suite DIR");
     // Progress on stderr: in place on a terminal, otherwise one line per fit (logs stay short).
     const bool tty = ::isatty(2) == 1;

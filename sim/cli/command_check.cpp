@@ -5,17 +5,20 @@
 
 #include <fmt/format.h>
 
-#include "config/load.hpp"
 #include "core/diagnostics.hpp"
 
 namespace podsim::cli {
 namespace {
 
-int command_check(const std::vector<std::string>& paths) {
+struct CheckOptions {
+    std::vector<std::string> paths, sets;
+};
+
+int command_check(const CheckOptions& o) {
     core::Diagnostics all;
-    for (const auto& path : paths) {
+    for (const auto& path : o.paths) {
         try {
-            config::RunSpec spec = config::load_run_file(path);
+            config::RunSpec spec = load_config(path, o.sets);
             std::cout << fmt::format("{}: ok ({} on {} {}, mesh {})\n", path, spec.model.name,
                                      spec.topology.name, spec.slice.to_string(), spec.mesh.to_string());
         } catch (const core::UserError& e) {
@@ -29,10 +32,11 @@ int command_check(const std::vector<std::string>& paths) {
 }  // namespace
 
 Command add_check_command(CLI::App& app) {
-    auto paths = std::make_shared<std::vector<std::string>>();
+    auto o = std::make_shared<CheckOptions>();
     auto* cmd = app.add_subcommand("check", "validate run configs without simulating");
-    cmd->add_option("configs", *paths, "run configs")->required();
-    return {cmd, [paths] { return command_check(*paths); }};
+    cmd->add_option("configs", o->paths, "run configs; - reads one from standard input")->required();
+    add_set_option(cmd, o->sets);
+    return {cmd, [o] { return command_check(*o); }};
 }
 
 }  // namespace podsim::cli

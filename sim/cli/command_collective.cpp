@@ -6,11 +6,10 @@
 
 #include <fmt/format.h>
 
-#include "config/load.hpp"
 #include "core/quantity.hpp"
+#include "podsim/podsim.hpp"
 #include "report/format.hpp"
 #include "report/torus_svg.hpp"
-#include "run/collective_run.hpp"
 
 namespace podsim::cli {
 namespace {
@@ -23,49 +22,32 @@ struct CollectiveOptions {
 
 double parse_bytes(const std::string& option, const std::string& text) {
     auto q = core::parse_quantity(text, core::Dimension::bytes);
-    if (!q.ok) option_error("collective", option, q.error);
-    if (q.value <= 0) option_error("collective", option, "must be positive");
+    if (!q.ok) option_error("podsim collective", option, q.error);
+    if (q.value <= 0) option_error("podsim collective", option, "must be positive");
     return q.value;
 }
 
 int command_collective(const CollectiveOptions& o) {
-    run::CollectiveRequest request;
-    request.topology = config::load_topology(o.topology);
-    auto slice = hardware::parse_slice_shape(o.slice);
-    if (!slice)
-        option_error("collective", "--slice",
-                     fmt::format("'{}' is not a slice shape such as 4x4x4", o.slice));
-    request.slice = hardware::normalized_slice(request.topology, *slice);
-    if (!o.mesh.empty()) {
-        auto axes = network::parse_axis_list(o.mesh);
-        if (!axes)
-            option_error("collective", "--mesh",
-                         fmt::format("'{}' is not name=size,... (e.g. fsdp=16,tensor=4)", o.mesh));
-        request.mesh.ici = *axes;
-    }
-    if (request.mesh.ici.empty())
-        request.mesh.ici.push_back({"all", static_cast<int>(request.slice.chips())});
-    auto kind = collectives::parse_collective(o.op);
-    if (!kind)
-        option_error("collective", "--op",
-                     fmt::format("'{}' is not one of all-gather, reduce-scatter, all-reduce, "
-                                 "all-to-all, collective-permute",
-                                 o.op));
-    request.kind = *kind;
-    request.axes =
-        o.axis.empty() ? std::vector<std::string>{request.mesh.ici.front().name} : split(o.axis, ',');
-    request.twisted = o.twisted;
+    podsim::CollectiveQuery query;
+    query.topology = o.topology;
+    query.slice = o.slice;
+    query.mesh = o.mesh;
+    query.op = o.op;
+    query.axis = o.axis;
+    query.bytes = o.bytes;
+    query.twisted = o.twisted;
+    podsim::CollectiveRequest request = podsim::collective_request(query);
 
     std::vector<double> sizes;
     if (!o.sweep.empty()) {
         auto dots = o.sweep.find("..");
         if (dots == std::string::npos)
-            option_error("collective", "--sweep-bytes", "write a range such as 1KiB..4GiB");
+            option_error("podsim collective", "--sweep-bytes", "write a range such as 1KiB..4GiB");
         double lo = parse_bytes("--sweep-bytes", o.sweep.substr(0, dots));
         double hi = parse_bytes("--sweep-bytes", o.sweep.substr(dots + 2));
         for (double b = lo; b <= hi * (1 + 1e-9); b *= 2) sizes.push_back(b);
     } else {
-        sizes.push_back(parse_bytes("--bytes", o.bytes));
+        sizes.push_back(request.bytes);
     }
 
     if (!o.sweep.empty() || o.format == "csv") {
@@ -73,27 +55,14 @@ int command_collective(const CollectiveOptions& o) {
     }
     for (double bytes : sizes) {
         request.bytes = bytes;
-        run::CollectiveResult r = run::run_collective(request);
+        podsim::CollectiveResult r = podsim::run_collective(request);
         if (!o.sweep.empty() || o.format == "csv") {
             std::cout << fmt::format("{:.0f},{:.9g},{:.9g},{:.6g},{:.6g}\n", bytes, r.time_s, r.closed_form_s,
                                      r.algorithm_bandwidth, r.bus_bandwidth);
             continue;
         }
         if (o.format == "json") {
-            std::string links;
-            for (const auto& l : r.links) {
-                links += fmt::format(
-                    "{}{{\"dim\": {}, \"direction\": {}, \"links_used\": {}, \"max_bytes\": {:.6g}, "
-                    "\"max_utilization\": {:.6g}, \"mean_utilization\": {:.6g}}}",
-                    links.empty() ? "" : ", ", l.dim, l.direction, l.links_used, l.max_bytes,
-                    l.max_utilization, l.mean_utilization);
-            }
-            std::cout << fmt::format(
-                "{{\"op\": \"{}\", \"bytes\": {:.0f}, \"group_size\": {}, \"time_s\": {:.9g}, "
-                "\"closed_form_s\": {:.9g}, \"algorithm_bandwidth_bytes_per_s\": {:.6g}, "
-                "\"bus_bandwidth_bytes_per_s\": {:.6g}, \"phases\": {}, \"links\": [{}]}}\n",
-                o.op, bytes, r.group_size, r.time_s, r.closed_form_s, r.algorithm_bandwidth, r.bus_bandwidth,
-                r.plan.phases.size(), links);
+            std::cout << podsim::collective_json(request, r);
         } else {
             const char* names = "xyzw";
             std::string placement;

@@ -6,18 +6,16 @@
 
 #include <fmt/format.h>
 
-#include "config/load.hpp"
 #include "core/diagnostics.hpp"
-#include "report/format.hpp"
-#include "run/simulate.hpp"
-#include "training_run/whole_run.hpp"
-#include "training_run/whole_run_format.hpp"
+#include "core/quantity.hpp"
+#include "podsim/podsim.hpp"
 
 namespace podsim::cli {
 namespace {
 
 struct RunOptions {
-    std::string config, format = "table", trace_path, dump, metrics_path;
+    std::string config, format = "table", trace_path, dump;
+    std::vector<std::string> sets;
 };
 
 std::string dump_mapping(const run::Simulation& sim) {
@@ -143,9 +141,8 @@ int command_run(const RunOptions& o) {
     const std::string& format = o.format;
     const std::string& trace_path = o.trace_path;
     const std::string& dump = o.dump;
-    run::RunSpec spec = config::load_run_file(resolve_config(o.config));
-    run::Simulation sim = run::simulate(spec);
-    if (spec.whole_run && dump.empty()) return command_whole_run(o, spec, sim);
+    run::RunSpec spec = load_config(o.config, o.sets);
+    run::Simulation sim = podsim::simulate(spec);
     if (dump == "opgraph") {
         std::cout << dump_opgraph(sim);
     } else if (dump == "mapping") {
@@ -155,9 +152,9 @@ int command_run(const RunOptions& o) {
     } else if (dump == "timeline") {
         std::cout << dump_timeline(sim);
     } else if (format == "json") {
-        std::cout << report::format_json(sim.report);
+        std::cout << podsim::report_json(sim.report);
     } else {
-        std::cout << report::format_table(sim.report);
+        std::cout << podsim::report_table(sim.report);
     }
     if (!trace_path.empty()) {
         std::ofstream out(trace_path);
@@ -166,7 +163,7 @@ int command_run(const RunOptions& o) {
             d.error({trace_path, 0, 0}, "", "cannot write the trace file");
             throw core::UserError(d);
         }
-        out << report::chrome_trace(spec.name, sim.program, sim.timeline, sim.memory);
+        out << podsim::chrome_trace(spec, sim);
         if (format != "json" && dump.empty()) std::cout << fmt::format("\ntrace written to {}\n", trace_path);
     }
     return 0;
@@ -178,7 +175,8 @@ Command add_run_command(CLI::App& app) {
     auto o = std::make_shared<RunOptions>();
     auto* cmd =
         app.add_subcommand("run", "simulate one step of a run config (default: configs/default.yaml)");
-    cmd->add_option("config", o->config, "run config (podsim.run/v1)");
+    cmd->add_option("config", o->config, "run config (podsim.run/v1); - reads it from standard input");
+    add_set_option(cmd, o->sets);
     cmd->add_option("--format", o->format, "table or json")->check(CLI::IsMember({"table", "json"}));
     cmd->add_option(
         "--trace", o->trace_path,

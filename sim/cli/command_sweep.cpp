@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "config/sweep_file.hpp"
+#include "sweep/shard.hpp"
 #include "sweep/sweep_runner.hpp"
 
 namespace podsim::cli {
@@ -15,8 +16,8 @@ namespace {
 
 struct SweepCommand {
     std::string file, out, shard, best_config;
-    int jobs = 0;
-    bool resume = false, no_progress = false;
+    int jobs = 0, shard_count = 0;
+    bool resume = false, no_progress = false, partial = false;
     std::size_t top = 10, limit = 0;
     std::vector<std::string> merge_dirs;
     std::string merge_file, merge_out;
@@ -31,23 +32,18 @@ int command_sweep(const SweepCommand& c) {
     options.top = c.top;
     options.limit = c.limit;
     options.progress = !c.no_progress;
-    if (!c.shard.empty()) {
-        int k = 0, n = 0;
-        char slash = 0;
-        std::istringstream in(c.shard);
-        if (!(in >> k >> slash >> n) || slash != '/' || n < 1 || k < 1 || k > n || !in.eof()) {
-            option_error("sweep", "--shard",
-                         fmt::format("'{}' is not K/N with 1 <= K <= N (e.g. 3/8)", c.shard));
-        }
-        options.shard_index = k;
-        options.shard_count = n;
+    sweep::Shard shard = sweep::resolve_shard(c.shard, c.shard_count, sweep::process_environment());
+    options.shard_index = shard.index;
+    options.shard_count = shard.count;
+    if (shard.count > 1) {
+        std::cerr << fmt::format("podsim sweep: shard {}/{} ({})\n", shard.index, shard.count, shard.origin);
     }
     auto summary = sweep::run_sweep(plan, options);
     std::cout << sweep::format_summary(summary);
     if (!c.out.empty()) std::cout << fmt::format("\nresults: {}/results.csv and results.jsonl\n", c.out);
     if (!c.best_config.empty()) {
         if (summary.ranked.empty())
-            option_error("sweep", "--best-config", "no config was kept: nothing to write");
+            option_error("podsim sweep", "--best-config", "no config was kept: nothing to write");
         std::ofstream out(c.best_config);
         out << "# Best config of sweep " << c.file << " by " << summary.sort_key << " (index "
             << summary.ranked.front().index << ")\n"
@@ -59,7 +55,9 @@ int command_sweep(const SweepCommand& c) {
 
 int command_sweep_merge(const SweepCommand& c) {
     auto plan = config::SweepPlan::load(c.merge_file);
-    auto summary = sweep::merge_shards(plan, c.merge_dirs, c.merge_out);
+    std::vector<std::string> problems;
+    auto summary = sweep::merge_shards(plan, c.merge_dirs, c.merge_out, c.partial, &problems);
+    for (const auto& p : problems) std::cerr << "podsim sweep merge: warning: " << p << "\n";
     std::cout << sweep::format_summary(summary);
     std::cout << fmt::format("\nmerged {} shard(s) into {}/results.csv and results.jsonl\n",
                              c.merge_dirs.size(), c.merge_out);
@@ -75,7 +73,12 @@ Command add_sweep_command(CLI::App& app) {
     cmd->add_option("--jobs", o->jobs, "parallel simulations (default: cores)");
     cmd->add_option("--out", o->out, "directory for results.csv and results.jsonl");
     cmd->add_flag("--resume", o->resume, "skip configs already in --out");
-    cmd->add_option("--shard", o->shard, "run the K-th of N slices of the sweep, e.g. 3/8");
+    cmd->add_option("--shard", o->shard,
+                    "run the K-th of N slices of the sweep, e.g. 3/8; 'auto' takes K and N from a Slurm job "
+                    "array or a Kubernetes Indexed Job");
+    cmd->add_option("--shard-count", o->shard_count,
+                    "with --shard auto in a Kubernetes Indexed Job: the Job's completions (or set "
+                    "PODSIM_SHARD_COUNT)");
     cmd->add_option("--best-config", o->best_config, "write the best config as a run config");
     cmd->add_option("--top", o->top, "rows in the ranked table (default 10)");
     cmd->add_option("--limit", o->limit, "stop after this many configs");
@@ -84,9 +87,12 @@ Command add_sweep_command(CLI::App& app) {
     merge->add_option("file", o->merge_file, "the sweep file the shards ran")->required();
     merge->add_option("shards", o->merge_dirs, "shard --out directories")->required();
     merge->add_option("--out", o->merge_out, "directory for the merged results")->required();
+    merge->add_flag("--partial", o->partial,
+                    "merge even when shards or configs are missing or doubled (listed as warnings)");
     return {cmd, [o, merge] {
                 if (*merge) return command_sweep_merge(*o);
-                if (o->file.empty()) option_error("sweep", "", "give a sweep file (configs/sweeps/*.yaml)");
+                if (o->file.empty())
+                    option_error("podsim sweep", "sweep", "give a sweep file (configs/sweeps/*.yaml)");
                 return command_sweep(*o);
             }};
 }

@@ -4,7 +4,7 @@
 #include <iostream>
 #include <memory>
 
-#include "config/load.hpp"
+#include "podsim/podsim.hpp"
 #include "profile/compare.hpp"
 #include "profile/measured_profile.hpp"
 #include "profile/suite.hpp"
@@ -17,13 +17,12 @@ namespace {
 
 struct ValidateOptions {
     std::string suite_dir, format = "table", config;
-    std::vector<std::string> profiles;
-    int steps = 0;
+    std::vector<std::string> profiles, sets;
 };
 
-int command_validate_profile(const std::string& config_path, const std::vector<std::string>& profiles,
-                             const std::string& format, int steps) {
-    run::RunSpec spec = config::load_run_file(resolve_config(config_path));
+int command_validate_profile(const std::string& config_path, const std::vector<std::string>& sets,
+                             const std::vector<std::string>& profiles, const std::string& format) {
+    run::RunSpec spec = load_config(config_path, sets);
     run::Simulation sim = run::simulate(spec);
     if (spec.whole_run) {
         // Counts, compilation and the gap between executions over the run the config describes.
@@ -45,15 +44,7 @@ int command_validate_profile(const std::string& config_path, const std::vector<s
 }
 
 int command_validate(const std::string& suite, const std::string& format) {
-    auto cases = config::load_validation_suite(suite);
-    auto results = profile::evaluate_suite(cases);
-    // Measured collectives, when the suite has them (tests/validation/collectives/).
-    std::filesystem::path collective_dir = std::filesystem::path(suite) / "collectives";
-    if (std::filesystem::is_directory(collective_dir)) {
-        auto collective =
-            profile::evaluate_collective_suite(config::load_collective_suite(collective_dir.string()));
-        results.insert(results.end(), collective.begin(), collective.end());
-    }
+    auto results = podsim::validate_suite(suite);
     if (format == "markdown") {
         std::cout << profile::format_suite_markdown(results);
     } else if (format == "json") {
@@ -70,7 +61,9 @@ Command add_validate_command(CLI::App& app) {
     auto o = std::make_shared<ValidateOptions>();
     auto* cmd = app.add_subcommand("validate",
                                    "compare a prediction with measured profiles, or run the accuracy suite");
-    cmd->add_option("config", o->config, "run config (default: configs/default.yaml)");
+    cmd->add_option("config", o->config,
+                    "run config (default: configs/default.yaml); - reads it from standard input");
+    add_set_option(cmd, o->sets);
     cmd->add_option("--profile", o->profiles,
                     "measured profile: Chrome trace (.json/.json.gz), .xplane.pb, pod_viewer JSON, HLO op "
                     "stats CSV, PyTorch/XLA metrics report, PT_XLA_DEBUG log (whole runs)");
@@ -82,8 +75,9 @@ Command add_validate_command(CLI::App& app) {
         ->check(CLI::IsMember({"table", "markdown", "json"}));
     return {cmd, [o] {
                 if (!o->profiles.empty())
-                    return command_validate_profile(o->config, o->profiles, o->format, o->steps);
-                if (o->suite_dir.empty()) option_error("validate", "", "give --profile FILE or --suite DIR");
+                    return command_validate_profile(o->config, o->sets, o->profiles, o->format);
+                if (o->suite_dir.empty())
+                    option_error("podsim validate", "", "give --profile FILE or --suite DIR");
                 return command_validate(o->suite_dir, o->format);
             }};
 }

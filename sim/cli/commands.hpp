@@ -6,10 +6,15 @@
 
 #include <CLI/CLI.hpp>
 
+#include "config/run_spec.hpp"
+
 namespace podsim::cli {
 
 // Exit code of a command whose input was wrong (config, options), as for every user error.
 constexpr int kUserErrorExit = 2;
+// Exit code of a bug in podsim (core::InternalError): 128 + SIGABRT, what a shell reported when a
+// broken invariant aborted the process, so scripts that test for it keep working.
+constexpr int kInternalErrorExit = 134;
 
 // A subcommand: its CLI11 node (parsed or not) and what it does once parsed. Each add_* function
 // declares the subcommand's options and owns their storage through `run`.
@@ -28,7 +33,12 @@ Command add_calibrate_command(CLI::App& app);
 
 // The given run config, or configs/default.yaml of the data roots when none is given.
 std::string resolve_config(const std::string& given);
-// A core::UserError about a command-line option.
+// The run config `given` names ("-": read from standard input; empty: configs/default.yaml) with
+// the `--set key.path=value` overrides applied, checked as `podsim check` checks it.
+config::RunSpec load_config(const std::string& given, const std::vector<std::string>& assignments);
+// Declares `--set key.path=value` (repeatable) on a subcommand.
+void add_set_option(CLI::App* command, std::vector<std::string>& assignments);
+// A core::UserError about a command-line option of `command` ("podsim sweep", ...).
 [[noreturn]] void option_error(const std::string& command, const std::string& option,
                                const std::string& message);
 // `text` cut at each `separator`, empty pieces dropped.

@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/commands.hpp"
+#include "core/assert.hpp"
 #include "core/diagnostics.hpp"
 
 int main(int argc, char** argv) {
@@ -34,6 +35,9 @@ int main(int argc, char** argv) {
         std::cerr << fmt::format("podsim: {} error{}\n", e.diagnostics().size(),
                                  e.diagnostics().size() == 1 ? "" : "s");
         return kUserErrorExit;
+    } catch (const podsim::core::InternalError& e) {
+        std::cerr << "podsim: " << e.what() << "\n";
+        return kInternalErrorExit;
     }
     return 0;
 }

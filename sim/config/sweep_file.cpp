@@ -9,6 +9,7 @@
 #include "config/parse.hpp"
 #include "config/run_keys.hpp"
 #include "config/schema.hpp"
+#include "config/run_paths.hpp"
 #include "config/yaml_reader.hpp"
 #include "core/suggest.hpp"
 
@@ -31,62 +32,6 @@ std::string flow(const YAML::Node& node) {
     out.SetSeqFormat(YAML::Flow);
     out << node;
     return out.c_str();
-}
-
-// Top-level keys of the run schema and their children, for checking dotted paths.
-bool known_path(const std::string& path) {
-    for (const auto& k : run_schema()) {
-        if (k.path == path) return true;
-    }
-    // Below mesh.ici / mesh.dcn / calibration anything goes (axis or parameter names).
-    for (const char* open :
-         {"mesh.ici.", "mesh.dcn.", "mesh.mapping.", "calibration.", "model.", "topology."}) {
-        if (path.rfind(open, 0) == 0) return true;
-    }
-    return false;
-}
-
-std::vector<std::string> all_paths() {
-    std::vector<std::string> out;
-    for (const auto& k : run_schema()) out.emplace_back(k.path);
-    return out;
-}
-
-void set_path(YAML::Node root, const std::string& path, const YAML::Node& value) {
-    std::vector<std::string> keys;
-    std::size_t start = 0;
-    while (true) {
-        std::size_t dot = path.find('.', start);
-        keys.push_back(path.substr(start, dot - start));
-        if (dot == std::string::npos) break;
-        start = dot + 1;
-    }
-    // Conveniences: setting mesh.ici on a shorthand mesh replaces it by the long form; setting one
-    // of global_batch / per_chip_batch drops the other.
-    if (keys.size() >= 2 && keys[0] == "mesh" && (keys[1] == "ici" || keys[1] == "dcn")) {
-        const YAML::Node& mesh_const = root;
-        YAML::Node mesh = mesh_const["mesh"];
-        if (!mesh.IsDefined() || !mesh.IsMap() || (!mesh["ici"].IsDefined() && !mesh["dcn"].IsDefined())) {
-            YAML::Node long_form(YAML::NodeType::Map);
-            if (mesh.IsDefined() && mesh.IsMap()) long_form["ici"] = mesh;
-            root["mesh"] = long_form;
-        }
-    }
-    if (path == "training.global_batch" || path == "training.per_chip_batch") {
-        YAML::Node training = root["training"];
-        if (training.IsMap())
-            training.remove(path == "training.global_batch" ? "per_chip_batch" : "global_batch");
-    }
-    YAML::Node node = root;
-    for (std::size_t i = 0; i + 1 < keys.size(); ++i) {
-        YAML::Node child = node[keys[i]];
-        if (!child.IsMap()) {
-            node[keys[i]] = YAML::Node(YAML::NodeType::Map);
-            child = node[keys[i]];
-        }
-        node.reset(child);
-    }
-    node[keys.back()] = YAML::Clone(value);
 }
 
 }  // namespace
@@ -131,19 +76,31 @@ const std::string& SweepPlan::name() const {
 
 SweepPlan SweepPlan::load(const std::string& path) {
     core::Diagnostics d;
+    YAML::Node root = detail::load_yaml_file(path, d);
+    core::throw_if_errors(d);
+    fs::path dir = fs::path(path).parent_path();
+    return load_tree(root, path, dir.empty() ? fs::path(".") : dir);
+}
+
+SweepPlan SweepPlan::load_text(const std::string& yaml_text, const std::string& name,
+                               const fs::path& base_dir) {
+    core::Diagnostics d;
+    YAML::Node root = detail::load_yaml_string(yaml_text, name, d);
+    core::throw_if_errors(d);
+    return load_tree(root, name, base_dir);
+}
+
+SweepPlan SweepPlan::load_tree(const YAML::Node& root, const std::string& path, const fs::path& dir) {
+    core::Diagnostics d;
     auto impl = std::make_unique<Impl>();
     impl->file = path;
     impl->name = fs::path(path).stem().string();
-    YAML::Node root = detail::load_yaml_file(path, d);
-    core::throw_if_errors(d);
     MapReader r(root, path, "", d, keys_under(sweep_file_schema(), ""));
     if (!r.ok()) throw core::UserError(d);
     auto schema = r.string("schema", true);
     if (schema && *schema != "podsim.sweep/v1")
         r.error("schema", fmt::format("expected 'podsim.sweep/v1', found '{}'", *schema));
     impl->name = r.string("name", false).value_or(impl->name);
-    fs::path dir = fs::path(path).parent_path();
-    if (dir.empty()) dir = ".";
 
     // base: a path to a run config, or an inline one.
     if (!r.has("base")) {
@@ -176,11 +133,9 @@ SweepPlan SweepPlan::load(const std::string& path) {
         return list.size();
     };
     auto check_path = [&](const YAML::Node& key, const std::string& dotted, const std::string& where) {
-        if (known_path(dotted)) return true;
-        std::string message = fmt::format("'{}' is not a key of a run config", dotted);
-        if (auto hint = core::closest_match(dotted, all_paths()))
-            message += fmt::format(" (did you mean '{}'?)", *hint);
-        d.error(detail::location_of(key, path), where + "." + dotted, message);
+        auto error = detail::run_path_error(dotted);
+        if (!error) return true;
+        d.error(detail::location_of(key, path), where + "." + dotted, *error);
         return false;
     };
     if (r.has("axes")) {
@@ -323,7 +278,7 @@ SweepPlan::Instance SweepPlan::make(std::size_t index, bool with_run_yaml) const
         const Axis& axis = impl_->axes[a];
         for (std::size_t p = 0; p < axis.paths.size(); ++p) {
             const YAML::Node& value = axis.values[choice[a]][p];
-            set_path(tree, axis.paths[p], value);
+            detail::set_path(tree, axis.paths[p], value);
             instance.values.push_back(axis.shown[choice[a]][p]);
         }
     }

@@ -1,11 +1,16 @@
 #pragma once
 
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "config/run_spec.hpp"
 #include "core/diagnostics.hpp"
+
+namespace YAML {
+class Node;
+}
 
 namespace podsim::config {
 
@@ -19,6 +24,9 @@ inline constexpr std::size_t kMaxSweepConfigs = 1'000'000;
 class SweepPlan {
   public:
     static SweepPlan load(const std::string& path);
+    // A sweep given as text; a `base:` path and bare names resolve against `base_dir`.
+    static SweepPlan load_text(const std::string& yaml_text, const std::string& name,
+                               const std::filesystem::path& base_dir);
     SweepPlan(SweepPlan&&) noexcept;
     SweepPlan& operator=(SweepPlan&&) noexcept;
     ~SweepPlan();
@@ -47,6 +55,8 @@ class SweepPlan {
   private:
     struct Impl;
     explicit SweepPlan(std::unique_ptr<Impl> impl);
+    static SweepPlan load_tree(const YAML::Node& root, const std::string& file,
+                               const std::filesystem::path& dir);
     std::unique_ptr<Impl> impl_;
 };
 

@@ -1,15 +1,15 @@
 #include "core/assert.hpp"
 
-#include <cstdio>
-#include <cstdlib>
-#include <string>
+#include <fmt/format.h>
 
 namespace podsim::core {
 
+InternalError::InternalError(std::string_view message, const char* file, int line)
+    : std::logic_error(
+          fmt::format("internal error (a bug, please report it): {} at {}:{}", message, file, line)) {}
+
 void panic(std::string_view message, const char* file, int line) {
-    std::fprintf(stderr, "podsim: internal error (a bug, please report it): %s at %s:%d\n",
-                 std::string(message).c_str(), file, line);
-    std::abort();
+    throw InternalError(message, file, line);
 }
 
 }  // namespace podsim::core

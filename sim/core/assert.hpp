@@ -1,11 +1,20 @@
 #pragma once
 
+#include <stdexcept>
+#include <string>
 #include <string_view>
 
 namespace podsim::core {
 
-// Our own bugs (broken invariants) end the process with a message, as gem5's panic() does.
-// User mistakes never come here: they are Diagnostics (see diagnostics.hpp).
+// A broken invariant: a bug in podsim, never a user mistake (those are UserError, see
+// diagnostics.hpp). Thrown rather than aborting, so that a program embedding podsim survives it;
+// the CLI prints it as an internal error.
+class InternalError : public std::logic_error {
+  public:
+    InternalError(std::string_view message, const char* file, int line);
+};
+
+// Throws InternalError naming the source location, as gem5's panic() reports one.
 [[noreturn]] void panic(std::string_view message, const char* file, int line);
 
 }  // namespace podsim::core

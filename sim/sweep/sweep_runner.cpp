@@ -7,6 +7,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <deque>
+#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
@@ -17,6 +18,7 @@
 #include "core/diagnostics.hpp"
 #include "run/simulate.hpp"
 #include "sweep/expression.hpp"
+#include "sweep/shard.hpp"
 #include "sweep/sweep_runner_ranking.hpp"
 #include "sweep/sweep_runner_rows.hpp"
 #include "workload/lower.hpp"
@@ -142,6 +144,8 @@ SweepSummary run_sweep(const config::SweepPlan& plan, const SweepOptions& option
             csv << csv_header(params);
             csv.flush();
         }
+        std::ofstream(fs::path(options.out_dir) / "shard.txt", std::ios::trunc)
+            << format_shard_record({options.shard_index, options.shard_count, plan.size()});
         if (!csv || !jsonl) {
             core::Diagnostics d;
             d.error({options.out_dir, 0, 0}, "--out", "cannot write results there");
@@ -158,6 +162,7 @@ SweepSummary run_sweep(const config::SweepPlan& plan, const SweepOptions& option
     std::condition_variable work_ready, result_ready;
     std::deque<std::pair<std::size_t, config::SweepPlan::Instance>> queue;
     std::map<std::size_t, Row> finished;  // position in todo -> row
+    std::exception_ptr failure;           // a worker's exception (a bug): rethrown here
     bool closing = false;
     const std::size_t window = static_cast<std::size_t>(jobs) * 8;
 
@@ -174,9 +179,16 @@ SweepSummary run_sweep(const config::SweepPlan& plan, const SweepOptions& option
                     task = std::move(queue.front());
                     queue.pop_front();
                 }
-                Row row = row_from(task.second, todo[task.first], lowered);
+                Row row;
+                std::exception_ptr error;
+                try {
+                    row = row_from(task.second, todo[task.first], lowered);
+                } catch (...) {
+                    error = std::current_exception();
+                }
                 {
                     std::lock_guard lock(mutex);
+                    if (error && !failure) failure = error;
                     finished.emplace(task.first, std::move(row));
                 }
                 result_ready.notify_one();
@@ -201,6 +213,14 @@ SweepSummary run_sweep(const config::SweepPlan& plan, const SweepOptions& option
         {
             std::unique_lock lock(mutex);
             result_ready.wait(lock, [&] { return finished.count(written) > 0; });
+            if (failure) {
+                closing = true;
+                queue.clear();
+                lock.unlock();
+                work_ready.notify_all();
+                for (auto& t : workers) t.join();
+                std::rethrow_exception(failure);
+            }
             while (finished.count(written)) {
                 ready.push_back(std::move(finished.at(written)));
                 finished.erase(written);
@@ -216,6 +236,7 @@ SweepSummary run_sweep(const config::SweepPlan& plan, const SweepOptions& option
                 csv << csv_row(row);
                 csv.flush();
             }
+            if (options.on_row) options.on_row(row);
         }
         double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
         progress.update(written, seconds);

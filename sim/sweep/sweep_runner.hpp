@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -36,6 +37,8 @@ struct SweepOptions {
     std::size_t top = 10;   // rows of the ranked table
     bool progress = true;   // progress on stderr
     std::size_t limit = 0;  // stop after this many new configs (0 = all); for tests of interruption
+    // Called with every row of this run (not resumed ones), in index order, on the calling thread.
+    std::function<void(const Row&)> on_row;
 };
 
 struct SweepSummary {
@@ -58,8 +61,12 @@ struct SweepSummary {
 SweepSummary run_sweep(const config::SweepPlan& plan, const SweepOptions& options);
 
 // Joins shard directories into `out_dir` (rows by index); returns the summary over all of them.
+// Each --out directory records which shard it holds (shard.txt); merging refuses a partial or
+// doubled set with a core::UserError listing the missing and duplicate shards and the configs with
+// no row, unless `allow_partial`, when those problems are returned in `problems` instead.
 SweepSummary merge_shards(const config::SweepPlan& plan, const std::vector<std::string>& shard_dirs,
-                          const std::string& out_dir);
+                          const std::string& out_dir, bool allow_partial = false,
+                          std::vector<std::string>* problems = nullptr);
 
 // The tables a person reads at the end: ranked configs, Pareto front, what did not fit and why.
 std::string format_summary(const SweepSummary& summary);

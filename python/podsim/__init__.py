@@ -1,0 +1,145 @@
+"""podsim from Python: predict a training step of a transformer on a TPU pod slice.
+
+    import podsim
+    report = podsim.run('configs/default.yaml', **{'training.global_batch': 256})
+    report['step_time_s'], report['mfu'], report['memory']['fits']
+
+Every function calls podsim's C++ library in this process (no subprocess) and releases the GIL
+while it simulates, so threads may call it at once. Mistakes in a config raise ConfigError, whose
+str() lists each one as FILE:LINE:COL: error: key.path: message and whose .diagnostics holds them
+as dicts; a bug in podsim raises InternalError.
+"""
+
+import json
+import os
+from collections.abc import Mapping
+
+from . import _podsim
+from ._podsim import ConfigError, InternalError
+
+__all__ = ["run", "check", "trace", "sweep", "collective", "validate", "explain", "ConfigError",
+           "InternalError"]
+
+
+def _source(config):
+    """(text or path, is_file, name) of a config given as a dict, YAML text or a path."""
+    if config is None:
+        path = _podsim.default_config_path()
+        if not path:
+            raise ConfigError("no config given and no configs/default.yaml found "
+                              "(set PODSIM_HOME to the podsim directory)")
+        return path, True, path
+    if isinstance(config, Mapping):
+        # JSON is YAML; one key per line keeps the line numbers of messages useful.
+        return json.dumps(config, indent=1), False, "<dict>"
+    if isinstance(config, os.PathLike):
+        return os.fspath(config), True, os.fspath(config)
+    if isinstance(config, str):
+        if "\n" in config or config.lstrip().startswith("{"):
+            return config, False, "<text>"
+        return config, True, config
+    raise TypeError(f"config must be a dict, YAML text or a path, not {type(config).__name__}")
+
+
+def _yaml_value(value):
+    """A Python value as the YAML text of `--set key=value`."""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value)  # numbers, booleans, lists and dicts: JSON is YAML
+
+
+def _overrides(overrides):
+    return [(path, _yaml_value(value), f"override {path}={_yaml_value(value)}")
+            for path, value in overrides.items()]
+
+
+def run(config=None, /, **overrides):
+    """Simulates one training step and returns the report (schema podsim.report/v1) as a dict.
+
+    config: a dict, YAML text, or a path (str or os.PathLike); None means configs/default.yaml.
+    overrides: dotted paths of the run config, as `podsim run --set` and sweep axes name them:
+        podsim.run('configs/default.yaml', **{'training.global_batch': 256, 'slice': '2x2x2',
+                                              'mesh': {'fsdp': 8}})
+    """
+    report, _ = _podsim.run(*_source(config), _overrides(overrides), False)
+    return json.loads(report)
+
+
+def trace(config=None, /, **overrides):
+    """The Chrome trace (Perfetto) of the simulated step as a dict: `podsim run --trace`."""
+    _, chrome_trace = _podsim.run(*_source(config), _overrides(overrides), True)
+    return json.loads(chrome_trace)
+
+
+def check(config=None, /, **overrides):
+    """Checks a config without simulating; returns what it describes (name, model, slice, mesh...)."""
+    return _podsim.check(*_source(config), _overrides(overrides))
+
+
+def _value(text):
+    """A swept value (flow YAML) as a Python number or bool where it is one: 256, 0.5, True, '2x2x4'."""
+    if text in ("true", "false"):
+        return text == "true"
+    for convert in (int, float):
+        try:
+            return convert(text)
+        except ValueError:
+            pass
+    return text
+
+
+def sweep(sweep, jobs=None):
+    """Runs a sweep (schema podsim.sweep/v1) and returns one row per config, in index order: a
+    pandas.DataFrame when pandas is installed, else a list of dicts.
+
+    sweep: a dict, YAML text or a path (a `base:` path in a dict or text resolves against the
+    current directory). Columns: index, status ('ok' or 'skipped'), reason, one per swept key
+    (its dotted path), then the report fields of `podsim sweep`'s results.csv (name, chips,
+    step_time_s, mfu, hfu, tokens_per_s, peak_bytes, capacity_bytes, fits, exposed_communication_s,
+    compute_s, host_peak_bytes, host_fits, compile_time_s, kept). jobs: threads (default: cores).
+    """
+    parameters, rows = _podsim.sweep(*_source(sweep), int(jobs or 0))
+    for row in rows:
+        for name in parameters:
+            row[name] = _value(row[name])
+    try:
+        import pandas
+    except ImportError:
+        return rows
+    columns = ["index", "status", "reason", *parameters]
+    frame = pandas.DataFrame(rows, columns=None if rows else columns)
+    return frame[columns + [c for c in frame.columns if c not in columns]]
+
+
+def collective(slice, *, topology="tpu-v4", mesh=None, op="all-gather", axis=None, bytes="64MiB",
+               twisted=False):
+    """Simulates one collective alone on a slice (`podsim collective`); returns a dict with time_s,
+    closed_form_s, algorithm and bus bandwidth (bytes/s) and link utilisation.
+
+    mesh: 'fsdp=16,tensor=4' or {'fsdp': 16, 'tensor': 4}; axis: a mesh axis or a list of them;
+    bytes: the full array, as an int (bytes) or a quantity such as '64MiB'.
+    """
+    query = _podsim.CollectiveQuery()
+    query.topology = os.fspath(topology)
+    query.slice = slice
+    if isinstance(mesh, Mapping):
+        mesh = ",".join(f"{name}={size}" for name, size in mesh.items())
+    query.mesh = mesh or ""
+    query.op = op
+    if axis is not None and not isinstance(axis, str):
+        axis = ",".join(axis)
+    query.axis = axis or ""
+    query.bytes = f"{bytes} B" if isinstance(bytes, int) else str(bytes)
+    query.twisted = twisted
+    return json.loads(_podsim.collective(query))
+
+
+def validate(suite="tests/validation"):
+    """Runs the published cases of a podsim.validation/v1 directory (and its collectives/);
+    returns `podsim validate --suite DIR --format json` as a dict."""
+    return json.loads(_podsim.validate(os.fspath(suite)))
+
+
+def explain(what="run"):
+    """Every key of a schema (run, model, topology, calibration, ...) with type, default and help."""
+    return _podsim.explain(what)

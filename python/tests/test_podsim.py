@@ -1,0 +1,222 @@
+"""Tests of the Python module (python3 -m unittest; CTest `python` runs them against build/python)."""
+
+import json
+import os
+import pathlib
+import subprocess
+import threading
+import time
+import unittest
+
+import podsim
+
+ROOT = pathlib.Path(os.environ.get("PODSIM_HOME", pathlib.Path(__file__).resolve().parents[2]))
+DEFAULT = ROOT / "configs" / "default.yaml"
+PODSIM = os.environ.get("PODSIM_BINARY")
+
+
+class RunTest(unittest.TestCase):
+    def test_report_is_the_json_report(self):
+        report = podsim.run(str(DEFAULT))
+        self.assertEqual(report["schema"], "podsim.report/v1")
+        self.assertEqual(report["name"], "gpt2-2b-fsdp-v4-8")
+        self.assertEqual(report["chips"], 4)
+        # The same numbers as the C++ side: tokens per step = global batch x seq_len of the file.
+        self.assertEqual(report["tokens_per_step"], 128 * 1024)
+        self.assertAlmostEqual(report["tokens_per_s"], 128 * 1024 / report["step_time_s"], delta=1e-6 * report["tokens_per_s"])
+        if PODSIM:
+            cli = subprocess.run([PODSIM, "run", str(DEFAULT), "--format", "json"], check=True,
+                                 capture_output=True, text=True).stdout
+            self.assertEqual(report, json.loads(cli))
+
+    def test_config_as_path_dict_or_text(self):
+        text = DEFAULT.read_text()
+        from_path = podsim.run(DEFAULT)
+        self.assertEqual(podsim.run(text), from_path)
+        as_dict = {"schema": "podsim.run/v1", "name": "gpt2-2b-fsdp-v4-8", "model": "gpt2-2b",
+                   "topology": "tpu-v4", "slice": "2x2x1", "mesh": {"fsdp": 4},
+                   "training": {"global_batch": 128, "seq_len": 1024, "dtype": "bf16",
+                                "param_dtype": "fp32", "optimizer": "adafactor", "remat": "full"},
+                   "runtime": {"framework": "pytorch-xla", "async_collectives": False}}
+        self.assertEqual(podsim.run(as_dict), from_path)
+
+    def test_overrides_are_dotted_paths(self):
+        base = podsim.run(DEFAULT)
+        doubled = podsim.run(DEFAULT, **{"training.global_batch": 256})
+        self.assertEqual(doubled["tokens_per_step"], 2 * base["tokens_per_step"])
+        self.assertGreater(doubled["step_time_s"], base["step_time_s"])
+        eight = podsim.run(DEFAULT, **{"slice": "2x2x2", "mesh": {"fsdp": 8}, "training.global_batch": 256})
+        self.assertEqual(eight["chips"], 8)
+        checked = podsim.check(DEFAULT, **{"slice": "2x2x2", "mesh": {"fsdp": 8}})
+        self.assertEqual(checked["mesh"], "ici{fsdp=8}")
+        self.assertEqual(checked["chips"], 8)
+
+    def test_trace(self):
+        events = podsim.trace(DEFAULT)["traceEvents"]
+        self.assertTrue(any(e.get("ph") == "X" for e in events))
+        self.assertTrue(any(e.get("ph") == "C" for e in events))
+
+
+class ErrorTest(unittest.TestCase):
+    def test_config_error_lists_every_mistake_with_its_location(self):
+        text = ("schema: podsim.run/v1\nmodel: gpt2-2b\ntopology: tpu-v4\nslice: 2x2x1\n"
+                "mesh: {fsdp: 4}\ntraining: {global_batch: 128, seq_len: 1024, remat: ful}\n")
+        with self.assertRaises(podsim.ConfigError) as caught:
+            podsim.run(text, **{"training.optimiser": "adam"})
+        e = caught.exception
+        self.assertIsInstance(e, ValueError)
+        # The override's mistake and the file's, at once.
+        self.assertEqual([d["key_path"] for d in e.diagnostics], ["training.remat", "training.optimiser"])  # sorted by location
+        self.assertIn("did you mean 'training.optimizer'?", str(e))
+        with self.assertRaises(podsim.ConfigError) as caught:
+            podsim.run(text)
+        (d,) = caught.exception.diagnostics
+        self.assertEqual((d["file"], d["line"], d["column"]), ("<text>", 6, 53))
+        self.assertTrue(d["text"].startswith("<text>:6:53: error: training.remat: 'ful' is not one of none, full,"))
+        self.assertTrue(d["text"].endswith("(did you mean 'full'?)"))
+        self.assertEqual(str(caught.exception), d["text"])
+
+    def test_override_value_mistakes_name_the_override(self):
+        with self.assertRaises(podsim.ConfigError) as caught:
+            podsim.run(DEFAULT, **{"training.global_batch": "many"})
+        (d,) = caught.exception.diagnostics
+        self.assertEqual(d["file"], "override training.global_batch=many")
+        self.assertEqual(d["key_path"], "training.global_batch")
+
+    def test_missing_file_and_bad_arguments(self):
+        with self.assertRaises(podsim.ConfigError) as caught:
+            podsim.run("no/such/config.yaml")
+        self.assertIn("no/such/config.yaml", str(caught.exception))
+        with self.assertRaises(TypeError):
+            podsim.run(42)
+        with self.assertRaises(podsim.ConfigError):
+            podsim.explain("rnu")
+        with self.assertRaises(podsim.ConfigError) as caught:
+            podsim.collective("4x4x4", op="all-gahter")
+        self.assertEqual(caught.exception.diagnostics[0]["key_path"], "op")
+
+
+class SweepTest(unittest.TestCase):
+    SWEEP = ROOT / "configs" / "sweeps" / "vit-cifar-mesh.yaml"  # 2 meshes x 3 batches
+
+    def test_rows_in_index_order_match_single_runs(self):
+        rows = podsim.sweep(self.SWEEP, jobs=2)
+        if not isinstance(rows, list):
+            rows = rows.to_dict("records")
+        self.assertEqual([r["index"] for r in rows], list(range(6)))
+        self.assertEqual([r["training.global_batch"] for r in rows], [128, 1024, 4096] * 2)
+        # Each row is the run of the base config with its swept values as overrides.
+        base = ROOT / "configs" / "vit-cifar-mesh-4x2-b128.yaml"
+        for r in rows[3:]:
+            self.assertEqual(r["mesh"], "{data: 4, tensor: 2}")
+            single = podsim.run(base, **{"training.global_batch": r["training.global_batch"]})
+            self.assertEqual(r["status"], "ok")
+            self.assertEqual(r["step_time_s"], single["step_time_s"])
+            self.assertEqual(r["mfu"], single["mfu"])
+            self.assertEqual(r["fits"], single["memory"]["fits"])
+
+    def test_dataframe_or_list_without_pandas(self):
+        import sys
+        try:
+            import pandas  # noqa: F401
+        except ImportError:
+            pandas = None
+        if pandas is not None:
+            frame = podsim.sweep(self.SWEEP)
+            self.assertEqual(list(frame.columns[:5]), ["index", "status", "reason", "mesh", "training.global_batch"])
+            self.assertEqual(len(frame), 6)
+        saved = sys.modules.get("pandas")
+        sys.modules["pandas"] = None  # import pandas now raises ImportError
+        try:
+            rows = podsim.sweep(self.SWEEP, jobs=1)
+        finally:
+            if saved is None:
+                del sys.modules["pandas"]
+            else:
+                sys.modules["pandas"] = saved
+        self.assertIsInstance(rows, list)
+        self.assertEqual(len(rows), 6)
+
+    def test_sweep_as_dict_and_its_errors(self):
+        sweep = {"schema": "podsim.sweep/v1", "base": str(ROOT / "configs" / "default.yaml"),
+                 "axes": {"training.per_chip_batch": [16, 32]}}
+        rows = podsim.sweep(sweep)
+        if not isinstance(rows, list):
+            rows = rows.to_dict("records")
+        self.assertEqual([r["training.per_chip_batch"] for r in rows], [16, 32])
+        self.assertEqual(rows[1]["step_time_s"], podsim.run(DEFAULT)["step_time_s"])  # 32 per chip = 128
+        sweep["axes"] = {"training.per_chip_bach": [16]}
+        with self.assertRaises(podsim.ConfigError) as caught:
+            podsim.sweep(sweep)
+        self.assertIn("did you mean 'training.per_chip_batch'?", str(caught.exception))
+
+
+class CollectiveExplainValidateTest(unittest.TestCase):
+    def test_collective(self):
+        r = podsim.collective("4x4x4", mesh={"fsdp": 16, "tensor": 4}, axis="fsdp", bytes="64MiB")
+        self.assertEqual(r["op"], "all-gather")
+        self.assertEqual(r["group_size"], 16)
+        self.assertEqual(r["bytes"], 64 * 2**20)
+        self.assertAlmostEqual(r["algorithm_bandwidth_bytes_per_s"], r["bytes"] / r["time_s"],
+                               delta=1e-6 * r["algorithm_bandwidth_bytes_per_s"])
+        self.assertEqual(podsim.collective("4x4x4", mesh="fsdp=16,tensor=4", axis=["fsdp"], bytes=64 * 2**20), r)
+
+    def test_explain(self):
+        self.assertIn("training.global_batch", podsim.explain("run"))
+
+    def test_validate(self):
+        cases = podsim.validate(ROOT / "tests" / "validation")["cases"]
+        self.assertIn("gpt2-2b-fsdp-v4-8", [c["id"] for c in cases])
+
+
+class ThreadTest(unittest.TestCase):
+    def test_threads_get_the_same_answers_as_one_thread(self):
+        batches = [64, 128, 256, 512]
+        expected = {b: podsim.run(DEFAULT, **{"training.global_batch": b})["step_time_s"] for b in batches}
+        results, errors = {}, []
+
+        def work(batch):
+            try:
+                for _ in range(3):
+                    step = podsim.run(DEFAULT, **{"training.global_batch": batch})["step_time_s"]
+                    results.setdefault(batch, set()).add(step)
+            except Exception as e:  # noqa: BLE001 - reported below
+                errors.append(e)
+
+        threads = [threading.Thread(target=work, args=(b,)) for b in batches for _ in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        self.assertEqual(errors, [])
+        self.assertEqual(results, {b: {expected[b]} for b in batches})
+
+    def test_the_gil_is_released_while_simulating(self):
+        # The main thread sleeps 10 ms into a worker's long call, then needs the GIL to wake up.
+        # Released, it wakes during the call; held, only once the simulation has finished.
+        palm = ROOT / "configs" / "palm-540b-2x3072.yaml"  # about 0.15 s of simulation
+        seen = []
+        for _attempt in range(3):
+            calling = threading.Event()
+            span = {}
+
+            def work():
+                calling.set()
+                span["start"] = time.monotonic()
+                podsim.run(palm)
+                span["end"] = time.monotonic()
+
+            worker = threading.Thread(target=work)
+            worker.start()
+            calling.wait()
+            time.sleep(0.01)
+            woke = time.monotonic()
+            worker.join()
+            seen.append((woke - span["start"], span["end"] - span["start"]))
+            if woke - span["start"] < 0.5 * (span["end"] - span["start"]):
+                return
+        self.fail(f"the main thread woke only after the call (woke after, call took, in s): {seen}")
+
+
+if __name__ == "__main__":
+    unittest.main()

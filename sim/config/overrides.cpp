@@ -1,0 +1,161 @@
+#include "config/overrides.hpp"
+
+#include <fmt/format.h>
+
+#include "config/load.hpp"
+#include "config/parse.hpp"
+#include "config/run_paths.hpp"
+#include "config/schema.hpp"
+#include "config/yaml_reader.hpp"
+#include "core/suggest.hpp"
+
+namespace podsim::config {
+
+namespace fs = std::filesystem;
+
+namespace detail {
+
+namespace {
+
+bool known_path(const std::string& path) {
+    for (const auto& k : run_schema()) {
+        if (k.path == path) return true;
+    }
+    // Below mesh.ici / mesh.dcn / calibration anything goes (axis or parameter names).
+    for (const char* open :
+         {"mesh.ici.", "mesh.dcn.", "mesh.mapping.", "calibration.", "model.", "topology."}) {
+        if (path.rfind(open, 0) == 0) return true;
+    }
+    return false;
+}
+
+}  // namespace
+
+std::optional<std::string> run_path_error(const std::string& dotted) {
+    if (known_path(dotted)) return std::nullopt;
+    std::vector<std::string> paths;
+    for (const auto& k : run_schema()) paths.emplace_back(k.path);
+    std::string message = fmt::format("'{}' is not a key of a run config", dotted);
+    if (auto hint = core::closest_match(dotted, paths))
+        message += fmt::format(" (did you mean '{}'?)", *hint);
+    return message;
+}
+
+void set_path(YAML::Node root, const std::string& path, const YAML::Node& value) {
+    std::vector<std::string> keys;
+    std::size_t start = 0;
+    while (true) {
+        std::size_t dot = path.find('.', start);
+        keys.push_back(path.substr(start, dot - start));
+        if (dot == std::string::npos) break;
+        start = dot + 1;
+    }
+    if (keys.size() >= 2 && keys[0] == "mesh" && (keys[1] == "ici" || keys[1] == "dcn")) {
+        const YAML::Node& mesh_const = root;
+        YAML::Node mesh = mesh_const["mesh"];
+        if (!mesh.IsDefined() || !mesh.IsMap() || (!mesh["ici"].IsDefined() && !mesh["dcn"].IsDefined())) {
+            YAML::Node long_form(YAML::NodeType::Map);
+            if (mesh.IsDefined() && mesh.IsMap()) long_form["ici"] = mesh;
+            root["mesh"] = long_form;
+        }
+    }
+    if (path == "training.global_batch" || path == "training.per_chip_batch") {
+        YAML::Node training = root["training"];
+        if (training.IsMap())
+            training.remove(path == "training.global_batch" ? "per_chip_batch" : "global_batch");
+    }
+    YAML::Node node = root;
+    for (std::size_t i = 0; i + 1 < keys.size(); ++i) {
+        YAML::Node child = node[keys[i]];
+        if (!child.IsMap()) {
+            node[keys[i]] = YAML::Node(YAML::NodeType::Map);
+            child = node[keys[i]];
+        }
+        node.reset(child);
+    }
+    node[keys.back()] = YAML::Clone(value);
+}
+
+}  // namespace detail
+
+Override parse_override(const std::string& assignment, const std::string& origin_prefix) {
+    auto eq = assignment.find('=');
+    if (eq == std::string::npos || eq == 0) {
+        core::Diagnostics d;
+        d.error({origin_prefix + assignment, 0, 0}, "",
+                "expected key.path=value (e.g. training.global_batch=256)");
+        throw core::UserError(d);
+    }
+    return {assignment.substr(0, eq), assignment.substr(eq + 1), origin_prefix + assignment};
+}
+
+namespace {
+
+bool below(const std::string& key_path, const std::string& path) {
+    return key_path == path || key_path.rfind(path + ".", 0) == 0;
+}
+
+// Applies the overrides to `run` (the run config tree), parses it and throws every mistake.
+RunSpec parse_with_overrides(YAML::Node run, const std::string& file, const fs::path& base_dir,
+                             const std::vector<Override>& overrides, const std::string& prefix) {
+    core::Diagnostics d;
+    if (!run.IsMap()) {
+        d.error(detail::location_of(run, file), prefix, "expected a run config (a mapping)");
+        throw core::UserError(d);
+    }
+    for (const auto& o : overrides) {
+        if (auto error = detail::run_path_error(o.path)) {
+            d.error({o.origin, 0, 0}, o.path, *error);
+            continue;
+        }
+        YAML::Node value;
+        try {
+            value = YAML::Load(o.value);
+        } catch (const YAML::Exception& e) {
+            d.error({o.origin, 0, 0}, o.path, fmt::format("cannot read the value as YAML: {}", e.msg));
+            continue;
+        }
+        detail::set_path(run, o.path, value);
+    }
+    core::Diagnostics parsed;
+    RunSpec spec = parse_run(run, file, base_dir, prefix, parsed);
+    // A value an override brought in is the override's mistake, not the file's.
+    for (const auto& item : parsed.items()) {
+        core::SourceLocation location = item.location;
+        for (const auto& o : overrides) {
+            if (below(item.key_path, prefix.empty() ? o.path : prefix + "." + o.path))
+                location = {o.origin, 0, 0};
+        }
+        d.error(location, item.key_path, item.message);
+    }
+    core::throw_if_errors(d);
+    return spec;
+}
+
+}  // namespace
+
+RunSpec load_run_file(const std::string& path, const std::vector<Override>& overrides) {
+    if (overrides.empty()) return load_run_file(path);
+    core::Diagnostics d;
+    YAML::Node root = detail::load_yaml_file(path, d);
+    core::throw_if_errors(d);
+    fs::path base = fs::path(path).parent_path();
+    if (base.empty()) base = ".";
+    // A published case runs as its `run:` block, as load_run_file does it.
+    if (root.IsMap() && root["schema"].IsScalar() && root["schema"].Scalar() == "podsim.validation/v1" &&
+        root["run"].IsMap()) {
+        return parse_with_overrides(root["run"], path, base, overrides, "run");
+    }
+    return parse_with_overrides(root, path, base, overrides, "");
+}
+
+RunSpec load_run_text(const std::string& yaml_text, const std::string& name, const fs::path& base_dir,
+                      const std::vector<Override>& overrides) {
+    if (overrides.empty()) return load_run_text(yaml_text, name, base_dir);
+    core::Diagnostics d;
+    YAML::Node root = detail::load_yaml_string(yaml_text, name, d);
+    core::throw_if_errors(d);
+    return parse_with_overrides(root, name, base_dir, overrides, "");
+}
+
+}  // namespace podsim::config

@@ -1,0 +1,21 @@
+#pragma once
+
+// Internal to the config module: dotted paths into a run config tree, as sweep axes and `--set`
+// name them (e.g. training.global_batch, mesh.ici.fsdp).
+
+#include <optional>
+#include <string>
+
+#include <yaml-cpp/yaml.h>
+
+namespace podsim::config::detail {
+
+// Why `dotted` names no key of a run config (with a "did you mean"), or nothing when it does.
+std::optional<std::string> run_path_error(const std::string& dotted);
+
+// Sets the value at `dotted` in a run config tree, creating mappings on the way. Setting mesh.ici
+// or mesh.dcn on a shorthand mesh turns it into the long form; setting one of global_batch and
+// per_chip_batch drops the other.
+void set_path(YAML::Node root, const std::string& dotted, const YAML::Node& value);
+
+}  // namespace podsim::config::detail

@@ -1,0 +1,184 @@
+#include "podsim/podsim.hpp"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <nlohmann/json.hpp>
+
+#include "config/load.hpp"
+#include "config/schema.hpp"
+#include "core/quantity.hpp"
+#include "core/suggest.hpp"
+#include "report/format.hpp"
+
+namespace podsim {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+fs::path or_current(const fs::path& dir) {
+    return dir.empty() ? fs::current_path() : dir;
+}
+
+[[noreturn]] void query_error(const std::string& key, const std::string& message) {
+    core::Diagnostics d;
+    d.error({"podsim collective", 0, 0}, key, message);
+    throw ConfigError(d);
+}
+
+std::vector<std::string> split(const std::string& text, char separator) {
+    std::vector<std::string> out;
+    std::size_t start = 0;
+    while (start <= text.size()) {
+        std::size_t end = text.find(separator, start);
+        if (end == std::string::npos) end = text.size();
+        if (end > start) out.push_back(text.substr(start, end - start));
+        start = end + 1;
+    }
+    return out;
+}
+
+}  // namespace
+
+Override parse_override(const std::string& assignment) {
+    return config::parse_override(assignment);
+}
+
+RunSpec load_run(const std::string& path, const std::vector<Override>& overrides) {
+    return config::load_run_file(path, overrides);
+}
+
+RunSpec load_run_text(const std::string& yaml_text, const std::vector<Override>& overrides,
+                      const std::string& name, const fs::path& base_dir) {
+    return config::load_run_text(yaml_text, name, or_current(base_dir), overrides);
+}
+
+std::optional<fs::path> default_config_path() {
+    return config::default_config_path();
+}
+
+Simulation simulate(const RunSpec& spec) {
+    return run::simulate(spec);
+}
+
+std::string report_json(const RunReport& report) {
+    return report::format_json(report);
+}
+
+std::string report_table(const RunReport& report) {
+    return report::format_table(report);
+}
+
+std::string chrome_trace(const RunSpec& spec, const Simulation& simulation) {
+    return report::chrome_trace(spec.name, simulation.program, simulation.timeline, simulation.memory);
+}
+
+CollectiveRequest collective_request(const CollectiveQuery& q) {
+    CollectiveRequest request;
+    request.topology = config::load_topology(q.topology);
+    auto slice = hardware::parse_slice_shape(q.slice);
+    if (!slice) query_error("slice", fmt::format("'{}' is not a slice shape such as 4x4x4", q.slice));
+    request.slice = hardware::normalized_slice(request.topology, *slice);
+    if (!q.mesh.empty()) {
+        auto axes = network::parse_axis_list(q.mesh);
+        if (!axes)
+            query_error("mesh", fmt::format("'{}' is not name=size,... (e.g. fsdp=16,tensor=4)", q.mesh));
+        request.mesh.ici = *axes;
+    }
+    if (request.mesh.ici.empty())
+        request.mesh.ici.push_back({"all", static_cast<int>(request.slice.chips())});
+    auto kind = collectives::parse_collective(q.op);
+    if (!kind) {
+        query_error("op",
+                    fmt::format("'{}' is not one of all-gather, reduce-scatter, all-reduce, all-to-all, "
+                                "collective-permute",
+                                q.op));
+    }
+    request.kind = *kind;
+    request.axes =
+        q.axis.empty() ? std::vector<std::string>{request.mesh.ici.front().name} : split(q.axis, ',');
+    request.twisted = q.twisted;
+    auto bytes = core::parse_quantity(q.bytes, core::Dimension::bytes);
+    if (!bytes.ok) query_error("bytes", bytes.error);
+    if (bytes.value <= 0) query_error("bytes", "must be positive");
+    request.bytes = bytes.value;
+    return request;
+}
+
+CollectiveResult run_collective(const CollectiveRequest& request) {
+    return run::run_collective(request);
+}
+
+std::string collective_json(const CollectiveRequest& request, const CollectiveResult& r) {
+    nlohmann::ordered_json j;
+    j["op"] = collectives::collective_name(request.kind);
+    j["bytes"] = request.bytes;
+    j["group_size"] = r.group_size;
+    j["time_s"] = r.time_s;
+    j["closed_form_s"] = r.closed_form_s;
+    j["algorithm_bandwidth_bytes_per_s"] = r.algorithm_bandwidth;
+    j["bus_bandwidth_bytes_per_s"] = r.bus_bandwidth;
+    j["phases"] = r.plan.phases.size();
+    auto links = nlohmann::ordered_json::array();
+    for (const auto& l : r.links) {
+        links.push_back({{"dim", l.dim},
+                         {"direction", l.direction},
+                         {"links_used", l.links_used},
+                         {"max_bytes", l.max_bytes},
+                         {"max_utilization", l.max_utilization},
+                         {"mean_utilization", l.mean_utilization}});
+    }
+    j["links"] = std::move(links);
+    return j.dump() + "\n";
+}
+
+SweepPlan load_sweep(const std::string& path) {
+    return SweepPlan::load(path);
+}
+
+SweepPlan load_sweep_text(const std::string& yaml_text, const std::string& name, const fs::path& base_dir) {
+    return SweepPlan::load_text(yaml_text, name, or_current(base_dir));
+}
+
+SweepSummary run_sweep(const SweepPlan& plan, SweepOptions options,
+                       const std::function<void(const SweepRow&)>& on_row) {
+    if (on_row) options.on_row = on_row;
+    return sweep::run_sweep(plan, options);
+}
+
+std::vector<ValidationResult> validate_suite(const std::string& directory) {
+    auto results = profile::evaluate_suite(config::load_validation_suite(directory));
+    fs::path collective_dir = fs::path(directory) / "collectives";
+    if (fs::is_directory(collective_dir)) {
+        auto collective =
+            profile::evaluate_collective_suite(config::load_collective_suite(collective_dir.string()));
+        results.insert(results.end(), collective.begin(), collective.end());
+    }
+    return results;
+}
+
+std::string validation_json(const std::vector<ValidationResult>& results) {
+    return profile::format_suite_json(results);
+}
+
+std::string explain(std::string_view what) {
+    auto known = config::explainable();
+    if (std::find(known.begin(), known.end(), what) == known.end()) {
+        std::string message = fmt::format("cannot explain '{}': one of {}", what, fmt::join(known, ", "));
+        if (auto hint = core::closest_match(std::string(what), known))
+            message += fmt::format(" (did you mean '{}'?)", *hint);
+        core::Diagnostics d;
+        d.error({"podsim explain", 0, 0}, "", message);
+        throw ConfigError(d);
+    }
+    return config::explain(what);
+}
+
+std::vector<std::string> explainable() {
+    return config::explainable();
+}
+
+}  // namespace podsim
