@@ -9,12 +9,15 @@
 #include "core/diagnostics.hpp"
 #include "core/quantity.hpp"
 #include "podsim/podsim.hpp"
+#include "report/format.hpp"
+#include "training_run/whole_run.hpp"
+#include "training_run/whole_run_format.hpp"
 
 namespace podsim::cli {
 namespace {
 
 struct RunOptions {
-    std::string config, format = "table", trace_path, dump;
+    std::string config, format = "table", trace_path, dump, metrics_path;
     std::vector<std::string> sets;
 };
 
@@ -143,6 +146,7 @@ int command_run(const RunOptions& o) {
     const std::string& dump = o.dump;
     run::RunSpec spec = load_config(o.config, o.sets);
     run::Simulation sim = podsim::simulate(spec);
+    if (spec.whole_run && dump.empty()) return command_whole_run(o, spec, sim);
     if (dump == "opgraph") {
         std::cout << dump_opgraph(sim);
     } else if (dump == "mapping") {

@@ -18,10 +18,11 @@ namespace {
 struct ValidateOptions {
     std::string suite_dir, format = "table", config;
     std::vector<std::string> profiles, sets;
+    int steps = 0;
 };
 
 int command_validate_profile(const std::string& config_path, const std::vector<std::string>& sets,
-                             const std::vector<std::string>& profiles, const std::string& format) {
+                             const std::vector<std::string>& profiles, const std::string& format, int steps) {
     run::RunSpec spec = load_config(config_path, sets);
     run::Simulation sim = run::simulate(spec);
     if (spec.whole_run) {
@@ -75,7 +76,7 @@ Command add_validate_command(CLI::App& app) {
         ->check(CLI::IsMember({"table", "markdown", "json"}));
     return {cmd, [o] {
                 if (!o->profiles.empty())
-                    return command_validate_profile(o->config, o->sets, o->profiles, o->format);
+                    return command_validate_profile(o->config, o->sets, o->profiles, o->format, o->steps);
                 if (o->suite_dir.empty())
                     option_error("podsim validate", "", "give --profile FILE or --suite DIR");
                 return command_validate(o->suite_dir, o->format);

@@ -8,8 +8,8 @@
 #include "config/load.hpp"
 #include "config/parse.hpp"
 #include "config/run_keys.hpp"
-#include "config/schema.hpp"
 #include "config/run_paths.hpp"
+#include "config/schema.hpp"
 #include "config/yaml_reader.hpp"
 #include "core/suggest.hpp"
 
@@ -204,7 +204,7 @@ SweepPlan SweepPlan::load_tree(const YAML::Node& root, const std::string& path, 
                     if (axis.paths[p].rfind("mesh", 0) == 0) continue;
                     const YAML::Node& value = row[p];
                     YAML::Node tree = YAML::Clone(impl->base);
-                    set_path(tree, axis.paths[p], value);
+                    detail::set_path(tree, axis.paths[p], value);
                     core::Diagnostics alone;
                     try {
                         (void)parse_run_node(tree, path, impl->base_dir, alone, impl->cache.get());

@@ -143,16 +143,16 @@ TEST_CASE("size limits: chips per slice and layer passes per step") {
     auto error = config_error(
         "schema: podsim.run/v1\nmodel: gpt2-small\n" + topology +
         "slice: 65536x65536\nmesh: {data: auto}\ntraining: {global_batch: 1024, seq_len: 1024}\n");
-    CHECK(error.find(
-              "slice 65536x65536 has 4294967296 chips; podsim simulates at most 65536 chips per slice") !=
-          std::string::npos);
-    // 100,000 layers took 3 GB and 13 s.
+    // The slice key's declared bound (topology_keys.hpp: 65,536 chips).
+    CHECK(error.find("slice: must be at most 65536 chips, found 4294967296") != std::string::npos);
+    // 100,000 layers took 3 GB and 13 s. Layers alone are bounded by their key (1024); layers times
+    // microbatches by the layer-pass bound.
     error = config_error(
-        "schema: podsim.run/v1\nmodel: {schema: podsim.model/v1, name: deep, family: gpt2, layers: 30000, "
+        "schema: podsim.run/v1\nmodel: {schema: podsim.model/v1, name: deep, family: gpt2, layers: 1000, "
         "d_model: "
         "256, heads: 4, vocab: 1000, max_positions: 128}\ntopology: tpu-v4\nslice: 2x2x1\nmesh: {fsdp: 4}\n"
-        "training: {global_batch: 8, seq_len: 128}\n");
-    CHECK(error.find("model.layers: 30000 layers x 1 microbatches = 30000 layer passes per step; podsim "
+        "training: {global_batch: 64, seq_len: 128, microbatches: 32}\n");
+    CHECK(error.find("model.layers: 1000 layers x 32 microbatches = 32000 layer passes per step; podsim "
                      "simulates at most 20000") != std::string::npos);
 }
 
