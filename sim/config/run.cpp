@@ -4,6 +4,7 @@
 
 #include "config/parse.hpp"
 #include "config/schema.hpp"
+#include "config/whole_run_block.hpp"
 #include "config/yaml_reader.hpp"
 #include "network/torus.hpp"
 #include "parallel/sharding_errors.hpp"
@@ -136,13 +137,6 @@ RunSpec parse_run(const YAML::Node& root, const std::string& file, const fs::pat
         }
         if (auto m = t.choice("remat", workload::remat_names(), false)) {
             spec.training.remat = static_cast<workload::Remat>(*m);
-            if (spec.training.remat == workload::Remat::qkv_proj_offloaded ||
-                spec.training.remat == workload::Remat::minimal_offloaded) {
-                t.error("remat",
-                        fmt::format("'{}' offloads activations to host memory, which podsim does not "
-                                    "model yet; use the policy without offload to bound it",
-                                    workload::remat_name(spec.training.remat)));
-            }
         }
         // MaxText's `attention` values; `mha` is MaxText's older name for dot_product.
         if (auto a = t.choice("attention", {"dot_product", "mha", "flash"}, false)) {
@@ -165,6 +159,7 @@ RunSpec parse_run(const YAML::Node& root, const std::string& file, const fs::pat
         spec.runtime.prefetch_depth = static_cast<int>(rt.integer("prefetch_depth", false, 0).value_or(1));
         spec.runtime.compile_time = rt.quantity("compile_time", Dimension::time, false);
         spec.runtime.recompile_every_step = rt.boolean("recompile_every_step").value_or(false);
+        spec.runtime.collective_matmul = rt.boolean("collective_matmul");
         if (auto init = rt.choice("host_init", {"full", "sharded"}, false))
             spec.runtime.host_full_init = *init == 0;
     }
@@ -176,6 +171,8 @@ RunSpec parse_run(const YAML::Node& root, const std::string& file, const fs::pat
         spec.calibration = parse_calibration(r.raw("calibration"), file, r.path_of("calibration"), base_dir,
                                              spec.calibration, d);
     }
+    if (r.has("whole_run") && model_ok && training_ok)
+        spec.whole_run = detail::parse_whole_run(r.raw("whole_run"), file, r.path_of("whole_run"), spec, d);
 
     // Semantic checks need every part to be valid first.
     if (model_ok && topology_ok && mesh_ok && training_ok) {

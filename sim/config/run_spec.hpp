@@ -1,7 +1,9 @@
 #pragma once
 
+#include <optional>
 #include <string>
 
+#include "config/run_plan.hpp"
 #include "cost/calibration.hpp"
 #include "hardware/topology_spec.hpp"
 #include "network/mesh_spec.hpp"
@@ -27,6 +29,7 @@ struct RunSpec {
     parallel::RuntimeSpec runtime;
     bool mfu_attention = false;
     cost::Calibration calibration = cost::Calibration::defaults();
+    std::optional<RunPlan> whole_run;  // `whole_run:` a run of many steps (training_run module)
 };
 
 }  // namespace podsim::config

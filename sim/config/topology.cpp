@@ -84,6 +84,8 @@ hardware::TopologySpec parse_topology(const YAML::Node& node, const std::string&
         MapReader host(r.raw("host"), file, sub("host"), d, keys_under(topology_schema(), "host"));
         t.host.chips_per_host = static_cast<int>(host.integer("chips_per_host", false).value_or(4));
         t.host.host_memory = host.quantity("host_memory", Dimension::bytes, false).value_or(0);
+        t.host.transfer_bandwidth_per_chip =
+            host.quantity("transfer_bandwidth_per_chip", Dimension::bandwidth, false).value_or(0);
     }
     if (r.has("dcn")) {
         MapReader dcn(r.raw("dcn"), file, sub("dcn"), d, keys_under(topology_schema(), "dcn"));

@@ -29,6 +29,20 @@ struct Calibration {
     double dcn_efficiency = 0.0;
     double compile_time_base = 0.0;    // seconds per compilation
     double compile_time_per_op = 0.0;  // seconds per fused op of the step program
+    // Host work of a whole run (training_run module), per framework; graph size counts fused ops
+    // of the program and tensors it syncs (docs/whole-run.md).
+    double trace_per_op_pytorch_xla = 0.0;          // lazy tracing, per fused op, every step
+    double hash_per_op_pytorch_xla = 0.0;           // graph hashing and cache lookup, per fused op
+    double post_order_per_op_pytorch_xla = 0.0;     // RunPostOrder, per fused op
+    double fetch_per_tensor_pytorch_xla = 0.0;      // FetchTensorData, per synced tensor
+    double launch_per_execution_pytorch_xla = 0.0;  // gap left when everything else overlaps
+    double trace_per_op_jax = 0.0;                  // jit tracing, per fused op, on a cache miss only
+    double dispatch_per_executable_jax = 0.0;
+    double dispatch_per_argument_jax = 0.0;
+    double transfer_latency = 0.0;   // seconds per host<->device transfer
+    double transfer_per_mib = 0.0;   // seconds per MiB moved between host and device
+    double cache_load_per_op = 0.0;  // loading a compiled program from a persistent cache, per op
+    double cpu_op_time = 0.0;        // an op without an XLA lowering, run on the host
 
     static Calibration defaults();
     double mxu_efficiency(parallel::Framework framework) const;

@@ -34,6 +34,14 @@ OpCost CostModel::cost(const parallel::DeviceOp& op, const parallel::DeviceProgr
         if (c_.runtime.recompile_every_step) out.seconds += compile_seconds(program);
         return out;
     }
+    if (op.category == OpCategory::copy) {
+        // Remat offload: a DMA between HBM and pinned host memory at the chip's host link.
+        const double bandwidth = c_.topology.host.transfer_bandwidth_per_chip;
+        PODSIM_ASSERT(bandwidth > 0.0, "offload without a host transfer bandwidth (checked by config)");
+        out.memory_seconds = op.bytes / bandwidth;
+        out.seconds = out.memory_seconds;
+        return out;
+    }
     if (parallel::is_collective(op.category)) {
         const parallel::CommAxis& axis = program.comm_axes[static_cast<std::size_t>(op.comm_axis)];
         // ICI collectives have no fixed cost: the flow-level network model times them in the

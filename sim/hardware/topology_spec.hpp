@@ -30,6 +30,9 @@ struct IciSpec {
 struct HostSpec {
     int chips_per_host = 4;
     double host_memory = 0.0;  // bytes of host RAM per host
+    // Between one chip's HBM and host memory, each direction (PCIe DMA): what remat offload to pinned
+    // host memory moves activations at. 0 = unknown.
+    double transfer_bandwidth_per_chip = 0.0;
 };
 
 struct DcnSpec {

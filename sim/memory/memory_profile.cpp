@@ -51,6 +51,20 @@ MemoryProfile profile_memory(const parallel::DeviceProgram& program, const sched
         }
     }
 
+    // Offloaded activations leave HBM when their copy to host ends and return when the copy back
+    // starts.
+    std::vector<core::Time> offload_end(ops.size(), -1), reload_start(ops.size(), -1);
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+        const auto& op = ops[i];
+        if (op.category != parallel::OpCategory::copy || op.source_op < 0) continue;
+        const auto source = static_cast<std::size_t>(op.source_op);
+        if (op.to_host) {
+            offload_end[source] = spans[i].end;
+        } else {
+            reload_start[source] = spans[i].start;
+        }
+    }
+
     std::vector<Change> changes;
     changes.reserve(ops.size() * 2);
     int previous = -1;  // previous compute op, whose output the current one consumes
@@ -66,6 +80,10 @@ MemoryProfile profile_memory(const parallel::DeviceProgram& program, const sched
                 auto it = backward_end.find({op.layer, op.microbatch});
                 core::Time free_at = it != backward_end.end() ? std::max(it->second, span.end) : span.end;
                 changes.push_back({span.start, op.output_bytes, kActivations});
+                if (op.offloaded && offload_end[i] >= 0 && reload_start[i] >= 0) {
+                    changes.push_back({offload_end[i], -op.output_bytes, kActivations});
+                    changes.push_back({reload_start[i], op.output_bytes, kActivations});
+                }
                 changes.push_back({free_at, -op.output_bytes, kActivations});
             } else {
                 changes.push_back({span.start, op.output_bytes, kTemporaries});

@@ -22,12 +22,15 @@ std::string_view category_name(OpCategory category) {
             return "collective-permute";
         case OpCategory::host:
             return "host";
+        case OpCategory::copy:
+            return "copy";
     }
     return "?";
 }
 
 bool is_collective(OpCategory category) {
-    return category != OpCategory::matmul && category != OpCategory::fusion && category != OpCategory::host;
+    return category != OpCategory::matmul && category != OpCategory::fusion && category != OpCategory::host &&
+           category != OpCategory::copy;
 }
 
 OpCategory category_of(collectives::CollectiveKind kind) {

@@ -20,12 +20,13 @@ enum class OpCategory : std::uint8_t {
     all_to_all,
     collective_permute,
     host,
+    copy,  // HBM <-> host memory transfers (remat offload), XProf's copy-start/copy-done
 };
 std::string_view category_name(OpCategory category);
 bool is_collective(OpCategory category);
 OpCategory category_of(collectives::CollectiveKind kind);
 
-enum class ResourceKind : std::uint8_t { compute, ici, dcn, host };
+enum class ResourceKind : std::uint8_t { compute, ici, dcn, host, host_transfer };
 
 // A group of chips a collective runs over: one ICI mesh axis, or the slices over DCN.
 struct CommAxis {
@@ -49,6 +50,10 @@ struct DeviceOp {
     double bytes = 0.0;  // per chip, HBM bytes read + written
     double output_bytes = 0.0;
     bool kept_for_backward = false;
+    bool offloaded = false;  // kept output moved to host memory until its layer's backward
+    // copy ops: the op whose output they move, and the direction
+    int source_op = -1;
+    bool to_host = true;
     double mm_batch = 1.0, mm_m = 0.0, mm_n = 0.0, mm_k = 0.0;  // per-chip matmul shape
     double flop_scale = 1.0;  // executed FLOPs / (2 batch m n k): fused multi-matmul kernels, skipped blocks
     // A matmul split in two to overlap a collective (collective matmul): the part that is not the

@@ -91,7 +91,30 @@ class Partitioner {
             p_.comm_axes.push_back(
                 CommAxis{"dcn", ResourceKind::dcn, static_cast<int>(in_.mesh.dcn_size()), {}});
         }
+        // Remat offload moves saved activations over the chip's host link, a resource of its own.
+        bool offloads = false;
+        for (const auto& op : g_.ops()) offloads = offloads || op.offloaded;
+        if (offloads) {
+            transfer_resource_ = static_cast<int>(p_.resources.size());
+            p_.resources.push_back(Resource{"host-transfer", ResourceKind::host_transfer, -1});
+        }
         p_.resources.push_back(Resource{"host", ResourceKind::host, -1});
+    }
+
+    // A DMA between HBM and pinned host memory of the output of p_.ops[source].
+    DeviceOp copy_op(int source, bool to_host) const {
+        const DeviceOp& src = p_.ops[static_cast<std::size_t>(source)];
+        DeviceOp c;
+        c.name = src.name + (to_host ? ".offload" : ".reload");
+        c.category = OpCategory::copy;
+        c.phase = to_host ? Phase::forward : Phase::backward;
+        c.layer = src.layer;
+        c.microbatch = src.microbatch;
+        c.resource = transfer_resource_;
+        c.bytes = src.output_bytes;
+        c.source_op = source;
+        c.to_host = to_host;
+        return c;
     }
 
     int resource_of_axis(int comm_axis) const {
@@ -254,7 +277,19 @@ class Partitioner {
         const bool sequence = tensor_axis >= 0 && in_.training.tensor_sequence;
         const bool collective_matmul = sequence && in_.runtime.overlaps_collective_matmul();
         std::map<std::pair<int, int>, int> gather;  // (block, group) -> all-gather op
-        std::vector<int> ready(g_.size(), -1);      // graph op -> device op holding its output
+        // Remat offload, per layer: (copy to host, op whose output it moved), and the copies back.
+        std::map<int, std::vector<std::pair<int, int>>> offloaded;
+        std::map<int, std::vector<int>> reloads;
+        auto reload_layer = [&](int layer) {
+            if (transfer_resource_ < 0 || reloads.count(layer)) return;
+            auto& out = reloads[layer];
+            for (auto [to_host, source] : offloaded[layer]) {
+                DeviceOp back = copy_op(source, false);
+                back.deps = {to_host};
+                out.push_back(emit(std::move(back)));
+            }
+        };
+        std::vector<int> ready(g_.size(), -1);  // graph op -> device op holding its output
         int last_compute = mb == 0 ? -1 : last_compute_;
 
         auto issue_gather = [&](int block, int group) {
@@ -311,6 +346,13 @@ class Partitioner {
                 auto it = gather.find({block, op.param_group});
                 if (it != gather.end()) d.deps.push_back(it->second);
             }
+            if (block == 1 && op.layer >= 0 && transfer_resource_ >= 0) {
+                // The layer's offloaded activations come back before its recompute and backward,
+                // and the next layer's are fetched while this one runs (one layer ahead).
+                reload_layer(op.layer);
+                reload_layer(op.layer - 1);
+                d.deps.insert(d.deps.end(), reloads[op.layer].begin(), reloads[op.layer].end());
+            }
             if (pos == 0 && host_blocks_) d.deps.push_back(host_op_);
             if (d.deps.empty() && last_compute >= 0) d.deps.push_back(last_compute);
             const bool reduces =
@@ -330,6 +372,12 @@ class Partitioner {
             int index = emit(std::move(d));
             last_compute = index;
             ready[static_cast<std::size_t>(gi)] = index;
+            if (op.offloaded && op.phase == Phase::forward) {
+                p_.ops[static_cast<std::size_t>(index)].offloaded = true;
+                DeviceOp to_host = copy_op(index, true);
+                to_host.deps = {index};
+                offloaded[op.layer].push_back({emit(std::move(to_host)), index});
+            }
 
             // Partial sums over a split contraction dimension: all-reduce over `tensor`, or with
             // sequence parallelism a reduce-scatter that leaves the result split along the sequence.
@@ -400,6 +448,7 @@ class Partitioner {
     std::map<std::string, int> axis_index_;
     int dcn_axis_ = -1;
     int host_op_ = -1;
+    int transfer_resource_ = -1;  // host-transfer resource, when the remat policy offloads
     int last_compute_ = -1;
     bool host_blocks_ = in_.runtime.host_blocks_device();  // the first device ops wait for the host
     BlockPlan plans_[2];

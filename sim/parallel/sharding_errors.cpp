@@ -51,6 +51,13 @@ std::vector<ShardingError> sharding_errors(const workload::ModelSpec& m, const w
                  fmt::format("model.d_ff ({}) is not divisible by the tensor axis ({})", m.d_ff, tensor)});
         }
     }
+    if ((t.remat == workload::Remat::qkv_proj_offloaded || t.remat == workload::Remat::minimal_offloaded) &&
+        topology.host.transfer_bandwidth_per_chip <= 0) {
+        errors.push_back({"training.remat",
+                          fmt::format("'{}' offloads activations to host memory, but topology {} gives no "
+                                      "host.transfer_bandwidth_per_chip",
+                                      workload::remat_name(t.remat), topology.name)});
+    }
     if (slices > 1 && topology.dcn.bandwidth_per_chip <= 0) {
         errors.push_back(
             {"slices", fmt::format("{} slices need a DCN, but topology {} gives no dcn bandwidth", slices,

@@ -30,8 +30,14 @@ double predicted(const report::RunReport& r, const Target& t) {
     switch (t.kind) {
         case Target::Kind::step_time:
             return r.step_time_s;
+        case Target::Kind::execution_time:
+            return r.step_time_s - r.host_s;
         case Target::Kind::all_reduce_fraction:
         case Target::Kind::category_time:
+            // A profile's host time is all time with no device op running: host and idle.
+            if (t.category == "host")
+                return r.host_s + r.idle_s - (r.recompile_every_step ? r.compile_time_s : 0.0);
+            if (t.category == "compile") return r.compile_time_s;
             if (t.category.rfind("matmul:", 0) == 0) {
                 for (const auto& s : r.matmul_shapes) {
                     if ("matmul:" + s.category == t.category) return s.time_s;
@@ -123,6 +129,8 @@ std::string target_name(const Target& t) {
     switch (t.kind) {
         case Target::Kind::step_time:
             return "step_time";
+        case Target::Kind::execution_time:
+            return "execution_time";
         case Target::Kind::all_reduce_fraction:
             return "all_reduce_fraction";
         case Target::Kind::category_time:
@@ -318,7 +326,21 @@ CalibrationCase case_from_profile(const std::string& id, const run::RunSpec& spe
                                   const std::string& profile_path) {
     MeasuredProfile measured = read_profile(profile_path);
     CalibrationCase c{id, spec, {}};
-    if (measured.step_time_s > 0) c.targets.push_back({Target::Kind::step_time, "", measured.step_time_s});
+    const bool executions_only = measured.format == "pytorch-xla-metrics";
+    if (measured.step_time_s > 0) {
+        c.targets.push_back({executions_only ? Target::Kind::execution_time : Target::Kind::step_time, "",
+                             measured.step_time_s});
+    }
+    // Host time between device work (traces), so host_overhead is fitted to it rather than to
+    // whatever the step time leaves over.
+    if (auto it = measured.category_s.find("host");
+        it != measured.category_s.end() && it->second > 1e-3 * measured.step_time_s)
+        c.targets.push_back({Target::Kind::category_time, "host", it->second});
+    // Compilation per step only when the report says every step compiles: a one-off compile says
+    // nothing about the step.
+    if (auto it = measured.category_s.find("compile"); executions_only && it != measured.category_s.end() &&
+                                                       it->second > 0 && spec.runtime.recompile_every_step)
+        c.targets.push_back({Target::Kind::category_time, "compile", it->second});
     // With every matmul's shape known, each shape class is its own target (so shape factors can be
     // fitted); otherwise matmuls count as one category.
     auto shapes = matmul_time_by_shape(measured, spec.topology.chip.mxu_tile);

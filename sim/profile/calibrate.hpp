@@ -11,7 +11,9 @@ namespace podsim::profile {
 
 // One measured quantity podsim should reproduce.
 struct Target {
-    enum class Kind { step_time, category_time, all_reduce_fraction } kind = Kind::step_time;
+    // execution_time: the step without its host time (a metrics report's ExecuteTime);
+    // category_time "host" is the host time per step, "compile" compilation per step.
+    enum class Kind { step_time, category_time, all_reduce_fraction, execution_time } kind = Kind::step_time;
     std::string category;  // for category_time
     double measured = 0.0;
 };

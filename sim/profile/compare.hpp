@@ -21,6 +21,10 @@ struct Comparison {
     std::string profile;
     std::string format;
     int steps = 1;
+    // What the step row compares: "step time", or "execution" when the profile times device
+    // executions only (a PyTorch/XLA metrics report's ExecuteTime), so that compilation and host
+    // time are compared in their own rows and never inside the step.
+    std::string step_label = "step time";
     double predicted_step_s = 0.0;
     double measured_step_s = 0.0;
     std::vector<CategoryComparison> categories;  // largest absolute difference first

@@ -35,6 +35,11 @@ struct MeasuredProfile {
     std::map<double, double> matmul_s_by_narrowest_dim;
     double matmul_unshaped_s = 0.0;
     std::vector<std::string> notes;  // e.g. "compiles every step"
+    // Whole-profile sample counts and totals of PyTorch/XLA metrics (metrics reports, PT_XLA_DEBUG
+    // logs): CompileTime, ExecuteTime, TransferFromServerTime, TransferToServerTime, MarkStep.
+    std::map<std::string, double> metric_counts;
+    std::map<std::string, double> metric_totals_s;
+    std::map<std::string, int> metric_steps;  // the steps (MarkStep) each count covers
 };
 
 // Throws core::UserError for a bad profile: FILE: error: at byte OFFSET: message.

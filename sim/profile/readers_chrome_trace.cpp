@@ -52,7 +52,9 @@ MeasuredProfile read_events(const std::string& path, nlohmann::json& j) {
     }
     static const std::set<std::string> podsim_categories = {
         "matmul",     "fusion",     "all-gather",         "reduce-scatter",
-        "all-reduce", "all-to-all", "collective-permute", "host"};
+        "all-reduce", "all-to-all", "collective-permute", "host",
+        "execute",  // a whole program's execution in podsim's whole-run traces
+        "transfer"};
     std::map<std::string, MeasuredOp> ops;
     std::vector<Interval> device;
     std::vector<double> step_durations;
@@ -102,7 +104,15 @@ MeasuredProfile read_events(const std::string& path, nlohmann::json& j) {
         } else {
             continue;
         }
-        if (category == "host") continue;
+        if (category == "host" || category == "transfer") {
+            // Host work of podsim's traces: no device busy time, but inside the step, so that a
+            // gap between executions reads back as host time.
+            if (step_durations.empty()) {
+                first = std::min(first, ts);
+                last = std::max(last, ts + dur);
+            }
+            continue;
+        }
         auto& op = ops[name];
         op.name = name;
         op.category = category;

@@ -12,6 +12,7 @@
 
 #include "core/bounded_file.hpp"
 #include "core/diagnostics.hpp"
+#include "profile/pt_xla_debug.hpp"
 #include "profile/readers_common.hpp"
 
 // Format detection: which reader a file goes to, by content (after gunzip and untar).
@@ -106,6 +107,8 @@ MeasuredProfile read_profile(const std::string& path) {
         if (bytes.find("\"podStatsSequence\"") != std::string::npos) return read_pod_viewer_profile(path);
         return read_chrome_trace(path, bytes);
     }
+    if (is_pt_xla_debug_log(bytes) && bytes.find("Metric: ") == std::string::npos)
+        return read_pt_xla_debug_log(path, bytes);
     if (bytes.find("Metric: ") != std::string::npos || bytes.find("Counter: ") != std::string::npos) {
         return read_pytorch_xla_metrics(path, bytes);
     }
@@ -132,7 +135,8 @@ MeasuredProfile read_profile(const std::string& path) {
             path, first,
             fmt::format("not a profile format podsim reads: found {}; expected a Chrome trace (JSON), "
                         "an XProf .xplane.pb or pod_viewer JSON, an HLO op stats CSV (header with "
-                        "Operation and Self time), a PyTorch/XLA metrics report (Metric: lines), an "
+                        "Operation and Self time), a PyTorch/XLA metrics report (Metric: lines) or "
+                        "PT_XLA_DEBUG log, an "
                         "NVTX projection CSV or a Chakra .et",
                         found));
     }

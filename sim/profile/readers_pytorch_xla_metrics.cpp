@@ -102,6 +102,14 @@ MeasuredProfile read_pytorch_xla_metrics(const std::string& path, const std::str
     double executions = samples.count("ExecuteTime") ? samples["ExecuteTime"] : 0.0;
     double compiles = samples.count("CompileTime") ? samples["CompileTime"] : 0.0;
     p.steps = executions > 0 ? static_cast<int>(executions) : 1;
+    // Whole-report counts and totals, for whole-run comparisons; steps are MarkStep when counted.
+    for (const auto& [name, count] : samples) {
+        p.metric_counts[name] = count;
+        p.metric_totals_s[name] = accumulated[name];
+    }
+    const int marked =
+        counters.count("counter:MarkStep") ? static_cast<int>(counters["counter:MarkStep"]) : 0;
+    for (const auto& [name, count] : samples) p.metric_steps[name] = marked > 0 ? marked : p.steps;
     if (executions > 0) p.step_time_s = accumulated["ExecuteTime"] / executions;
     if (compiles > 0) p.category_s["compile"] = accumulated["CompileTime"] / std::max(1.0, executions);
     if (samples.count("TransferFromServerTime") && executions > 0) {

@@ -136,7 +136,7 @@ RunReport build_report(const ReportInput& in) {
         if (op.category == parallel::OpCategory::host) {
             host.push_back(iv);
         } else {
-            if (parallel::is_collective(op.category)) {
+            if (parallel::is_collective(op.category) || op.category == parallel::OpCategory::copy) {
                 comm.push_back(iv);
             } else {
                 compute.push_back(iv);

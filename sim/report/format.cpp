@@ -55,6 +55,11 @@ std::string format_table(const RunReport& r) {
                      format_bytes(m.optimizer_bytes)));
     line("saved activations", format_bytes(m.activations_bytes));
     line("gathered weights", format_bytes(m.gathered_weights_bytes));
+    if (r.prefetch_depth > 0 || r.prefetch_limited_by_memory) {
+        line("FSDP prefetch",
+             fmt::format("{} group{} ahead{}", r.prefetch_depth, r.prefetch_depth == 1 ? "" : "s",
+                         r.prefetch_limited_by_memory ? " (lowered to fit in HBM)" : ""));
+    }
     line("collective buffers", format_bytes(m.collective_buffers_bytes));
     line("temporaries", format_bytes(m.temporaries_bytes));
     if (!m.peak_op.empty()) line("peak reached during", m.peak_op);
@@ -139,6 +144,7 @@ std::string format_json(const RunReport& r) {
         {"processes_per_host", r.host_processes},
         {"init", r.host_full_model ? "full" : "sharded"}};
     j["compile_time_s"] = r.compile_time_s;
+    j["fsdp_prefetch"] = {{"depth", r.prefetch_depth}, {"limited_by_memory", r.prefetch_limited_by_memory}};
     j["recompile_every_step"] = r.recompile_every_step;
     j["breakdown_s"] = {{"compute", r.compute_s},
                         {"exposed_communication", r.exposed_communication_s},
@@ -198,6 +204,9 @@ std::string chrome_trace(const std::string& name, const parallel::DeviceProgram&
             {"phase", workload::phase_name(op.phase)}, {"layer", op.layer}, {"microbatch", op.microbatch}};
         if (parallel::is_collective(op.category)) {
             args["bytes"] = op.collective_bytes;
+        } else if (op.category == parallel::OpCategory::copy) {
+            args["bytes"] = op.bytes;
+            args["direction"] = op.to_host ? "to host" : "to device";
         } else if (op.category != parallel::OpCategory::host) {
             args["flops"] = op.flops;
             args["hbm_bytes"] = op.bytes;

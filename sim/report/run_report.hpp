@@ -66,6 +66,11 @@ struct RunReport {
     int host_processes = 1;
     bool host_full_model = false;
 
+    // FSDP all-gathers issued this many parameter groups ahead (0 without async FSDP), and whether
+    // the HBM limit lowered it from runtime.prefetch_depth.
+    int prefetch_depth = 0;
+    bool prefetch_limited_by_memory = false;
+
     double compile_time_s = 0.0;  // not part of the step
     bool recompile_every_step = false;
 

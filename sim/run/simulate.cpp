@@ -68,26 +68,21 @@ Simulation simulate(const RunSpec& spec) {
                               workload::lower_training_step(spec.model, spec.training)));
 }
 
-Simulation simulate(const RunSpec& spec, std::shared_ptr<const workload::OpGraph> lowered) {
-    Simulation sim;
-    auto mapping = network::map_mesh_axes(spec.topology, spec.slice, spec.mesh);
-    if (auto* error = std::get_if<std::string>(&mapping)) {
-        core::Diagnostics d;
-        d.error({spec.source, 0, 0}, "mesh", *error);
-        throw core::UserError(d);
-    }
-    sim.mapping = std::get<std::vector<network::AxisMapping>>(std::move(mapping));
+namespace {
 
+Simulation simulate_with(const RunSpec& spec, const parallel::RuntimeSpec& runtime,
+                         std::shared_ptr<const workload::OpGraph> lowered,
+                         std::vector<network::AxisMapping> mapping) {
+    Simulation sim;
+    sim.mapping = std::move(mapping);
     sim.graph = std::move(lowered);
     sim.program = parallel::partition(
-        parallel::PartitionInput{*sim.graph, spec.training, spec.mesh, sim.mapping, spec.runtime});
-    cost::CostModel model(
-        cost::CostContext{spec.topology, spec.runtime, spec.calibration, spec.training.dtype});
+        parallel::PartitionInput{*sim.graph, spec.training, spec.mesh, sim.mapping, runtime});
+    cost::CostModel model(cost::CostContext{spec.topology, runtime, spec.calibration, spec.training.dtype});
     sim.costs = model.cost_all(sim.program);
     scheduler::NetworkInput network = plan_network(spec, sim);
     try {
-        sim.timeline =
-            scheduler::schedule(sim.program, sim.costs, spec.runtime, sim.torus ? &network : nullptr);
+        sim.timeline = scheduler::schedule(sim.program, sim.costs, runtime, sim.torus ? &network : nullptr);
     } catch (const core::TimeOverflow& e) {
         core::Diagnostics d;
         d.error({spec.source, 0, 0}, "",
@@ -102,14 +97,43 @@ Simulation simulate(const RunSpec& spec, std::shared_ptr<const workload::OpGraph
     host_in.param_bytes = static_cast<double>(core::dtype_bytes(spec.training.param_dtype));
     host_in.params_per_chip_bytes = sim.program.params_bytes;
     host_in.chips_per_host = spec.topology.host.chips_per_host;
-    host_in.process_per_chip = spec.runtime.process_per_chip();
-    host_in.full_model_on_host = spec.runtime.full_model_on_host();
+    host_in.process_per_chip = runtime.process_per_chip();
+    host_in.full_model_on_host = runtime.full_model_on_host();
     host_in.host_capacity = spec.topology.host.host_memory;
     sim.host_memory = memory::host_memory(host_in);
     sim.report = report::build_report(
-        report::ReportInput{spec.name, spec.model, spec.training, spec.runtime, spec.topology, spec.slice,
+        report::ReportInput{spec.name, spec.model, spec.training, runtime, spec.topology, spec.slice,
                             spec.slices, spec.mesh, spec.mfu_attention, sim.program, sim.costs, sim.timeline,
                             sim.memory, sim.host_memory, model.compile_seconds(sim.program)});
+    sim.report.prefetch_depth =
+        runtime.async() && spec.mesh.ici_size_of("fsdp") > 1 ? runtime.prefetch_depth : 0;
+    return sim;
+}
+
+}  // namespace
+
+Simulation simulate(const RunSpec& spec, std::shared_ptr<const workload::OpGraph> lowered) {
+    auto mapping = network::map_mesh_axes(spec.topology, spec.slice, spec.mesh);
+    if (auto* error = std::get_if<std::string>(&mapping)) {
+        core::Diagnostics d;
+        d.error({spec.source, 0, 0}, "mesh", *error);
+        throw core::UserError(d);
+    }
+    auto axes = std::get<std::vector<network::AxisMapping>>(std::move(mapping));
+    Simulation sim = simulate_with(spec, spec.runtime, lowered, axes);
+    // XLA's latency-hiding scheduler keeps the live bytes under a memory limit (SchedulerConfig::
+    // memory_limit in xla/service/latency_hiding_scheduler.h): when prefetching the next groups'
+    // gathered weights would not fit in HBM, it issues the all-gathers later. podsim lowers the
+    // prefetch depth until the step fits, and reports the depth used; the gathers it no longer
+    // hides show up as exposed communication.
+    for (int depth = sim.report.prefetch_depth - 1; !sim.memory.fits && depth >= 0; --depth) {
+        parallel::RuntimeSpec runtime = spec.runtime;
+        runtime.prefetch_depth = depth;
+        Simulation lower = simulate_with(spec, runtime, lowered, axes);
+        if (!lower.memory.fits) continue;
+        sim = std::move(lower);
+        sim.report.prefetch_limited_by_memory = true;
+    }
     return sim;
 }
 

@@ -71,7 +71,8 @@ class ProgramRun final : public core::EventHandler, public network::TransferList
             if (parallel::is_collective(op.category)) {
                 if (last_compute >= 0) deps[i].push_back(last_compute);
                 since_compute.push_back(static_cast<int>(i));
-            } else if (op.category != parallel::OpCategory::host) {
+            } else if (op.category == parallel::OpCategory::matmul ||
+                       op.category == parallel::OpCategory::fusion) {
                 deps[i].insert(deps[i].end(), since_compute.begin(), since_compute.end());
                 since_compute.clear();
                 last_compute = static_cast<int>(i);

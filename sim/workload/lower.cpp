@@ -1,6 +1,7 @@
 #include "workload/lower.hpp"
 
 #include <cmath>
+#include <map>
 
 #include <fmt/format.h>
 
@@ -220,18 +221,57 @@ class Lowering {
         down.reads.push_back(act({T, none(d)}));  // residual
         int out_index = forward(std::move(down), {mlp_up, attn_out});
 
-        // What stays in HBM until this layer's backward: the remat policy's save set (MaxText
-        // remat_policy names, docs/model.md) and always the layer's output, the next layer's input.
-        for (std::size_t i = first; i < forwards_.size(); ++i) {
-            Op& op = g_.op(forwards_[i].index);
-            bool is_output = forwards_[i].index == out_index;
-            bool dot = op.kind == OpKind::matmul && op.backward != BackwardKind::flash_attention;
-            Keep keep = remat_keep(t_.remat, op.activation, op.weight_matmul, dot);
-            op.kept_for_backward = is_output || keep != Keep::recompute;
-        }
+        decide_saved(first, out_index);
         layer_outputs_.push_back(out_index);
         layer_ranges_.push_back({first, forwards_.size()});
         return out_index;
+    }
+
+    // What stays in HBM until this layer's backward: the remat policy's save set (MaxText
+    // remat_policy names, docs/model.md) among the values the backward reads, and always the layer's
+    // output (the next layer's input). JAX saves only residuals the backward uses (its partial
+    // evaluation drops the others: jax/_src/ad_checkpoint.py remat_partial_eval), so a projection
+    // whose output only feeds a residual add (out_proj in a parallel block) is neither saved nor
+    // recomputed. A value the backward reads that is not saved is recomputed, and so is whatever
+    // recomputing it needs.
+    void decide_saved(std::size_t first, int out_index) {
+        const std::size_t n = forwards_.size() - first;
+        std::map<int, std::size_t> local;
+        for (std::size_t i = 0; i < n; ++i) local[forwards_[first + i].index] = i;
+        std::vector<bool> read_by_backward(n, false);
+        for (std::size_t i = 0; i < n; ++i) {
+            const Forward& f = forwards_[first + i];
+            const Op& op = g_.op(f.index);
+            // A fusion's backward reads its own output; a weight matmul's backward reads only its
+            // activation operand (the first input; a fused residual is not read); other ops read all.
+            if (op.kind == OpKind::fusion) read_by_backward[i] = true;
+            for (std::size_t k = 0; k < f.inputs.size(); ++k) {
+                if (op.weight_matmul && k > 0) continue;
+                auto it = local.find(f.inputs[k]);
+                if (it != local.end()) read_by_backward[it->second] = true;
+            }
+        }
+        std::vector<bool> kept(n, false);
+        for (std::size_t i = 0; i < n; ++i) {
+            Op& op = g_.op(forwards_[first + i].index);
+            const bool is_output = forwards_[first + i].index == out_index;
+            const bool dot = op.kind == OpKind::matmul && op.backward != BackwardKind::flash_attention;
+            const Keep keep = remat_keep(t_.remat, op.activation, op.weight_matmul, dot);
+            kept[i] = is_output || (keep != Keep::recompute && read_by_backward[i]);
+            op.kept_for_backward = kept[i];
+            op.offloaded = kept[i] && !is_output && keep == Keep::offload;
+        }
+        // Values to rebuild before the backward: read and not kept, and the inputs of those.
+        std::vector<bool> rebuilt(n, false);
+        for (std::size_t i = n; i-- > 0;) {
+            if (!(read_by_backward[i] || rebuilt[i]) || kept[i]) continue;
+            rebuilt[i] = true;
+            for (int input : forwards_[first + i].inputs) {
+                auto it = local.find(input);
+                if (it != local.end()) rebuilt[it->second] = !kept[it->second];
+            }
+        }
+        for (std::size_t i = 0; i < n; ++i) recompute_[forwards_[first + i].index] = rebuilt[i];
     }
 
     // Scores, softmax and context as XLA computes them without a fused kernel: the S x S scores
@@ -286,11 +326,9 @@ class Lowering {
     // Under remat an op is recomputed before its layer's backward unless the policy keeps its output;
     // the layer's own output is never recomputed (XLA removes that dead recompute).
     bool recomputed(const Op& op, int index) const {
-        if (t_.remat == Remat::none) return false;
-        for (int out : layer_outputs_) {
-            if (out == index) return false;
-        }
-        return !op.kept_for_backward;
+        if (t_.remat == Remat::none || op.kept_for_backward) return false;
+        auto it = recompute_.find(index);
+        return it != recompute_.end() && it->second;
     }
 
     // Loss and LM head / classifier: their backward follows their forward at once.
@@ -485,7 +523,8 @@ class Lowering {
     std::vector<Forward> forwards_;
     std::vector<std::pair<std::size_t, std::size_t>> layer_ranges_;
     std::vector<int> layer_outputs_;
-    std::vector<int> producer_;  // graph index of a forward op -> op holding its output now
+    std::map<int, bool> recompute_;  // forward op -> rebuilt before its layer's backward
+    std::vector<int> producer_;      // graph index of a forward op -> op holding its output now
 };
 
 }  // namespace

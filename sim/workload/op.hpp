@@ -62,6 +62,7 @@ struct Op {
     int param_group = -1;             // parameters this op reads (for FSDP gathers), or -1
     bool attention_internal = false;  // scores, softmax, context: what remat=attention recomputes
     bool kept_for_backward = false;   // output saved until the backward under the remat policy
+    bool offloaded = false;           // kept in pinned host memory until the backward (remat offload)
     BackwardKind backward = BackwardKind::standard;
     ActivationName activation = ActivationName::other;  // MaxText's checkpoint_name, for remat
     bool weight_matmul = false;                         // a dot with a parameter operand (no batch dims)

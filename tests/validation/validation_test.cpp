@@ -61,10 +61,10 @@ TEST_CASE("the ViT-CIFAR miss turns on the unstated TPU generation, as its expec
         }
         return 0.0;
     };
-    // As written (tpu-v3 at 70 GB/s per link): 0.142, outside 0.071 +- 0.05.
-    CHECK(fraction(*it) == doctest::Approx(0.142).epsilon(0.02));
-    // The same run on a v2-8 board: 0.093, inside.
+    // As written (tpu-v3 at 70 GB/s per link): 0.150, outside 0.071 +- 0.05.
+    CHECK(fraction(*it) == doctest::Approx(0.150).epsilon(0.02));
+    // The same run on a v2-8 board: 0.095, inside.
     auto v2 = *it;
     v2.run.topology = podsim::config::load_topology("tpu-v2");
-    CHECK(fraction(v2) == doctest::Approx(0.093).epsilon(0.02));
+    CHECK(fraction(v2) == doctest::Approx(0.095).epsilon(0.02));
 }

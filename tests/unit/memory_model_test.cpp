@@ -1,0 +1,118 @@
+#include <doctest/doctest.h>
+
+#include "support.hpp"
+
+// Memory as XLA lays it out (docs/model.md, "Memory"): prefetch under the HBM limit, flash attention,
+// remat save sets.
+
+using namespace podsim;
+
+namespace {
+
+run::RunSpec maxtext_22b() {
+    return test::load_config("configs/maxtext-22b-fsdp-v4-128.yaml");
+}
+
+}  // namespace
+
+TEST_CASE("the FSDP prefetch depth drops when the prefetched weights would not fit in HBM") {
+    auto spec = maxtext_22b();
+    spec.topology.chip.hbm_capacity = 1e15;  // no limit
+    auto ahead = run::simulate(spec);
+    auto none_ahead_spec = spec;
+    none_ahead_spec.runtime.prefetch_depth = 0;
+    auto none_ahead = run::simulate(none_ahead_spec);
+    REQUIRE(ahead.report.prefetch_depth == 1);
+    // One group fewer in flight: the peak drops, and the un-prefetched gathers are exposed.
+    REQUIRE(none_ahead.memory.peak_bytes < ahead.memory.peak_bytes);
+    CHECK(none_ahead.report.exposed_communication_s > ahead.report.exposed_communication_s);
+
+    // A chip between the two peaks: podsim issues the gathers later, as XLA's latency-hiding
+    // scheduler does under its memory limit, so the step fits and is as slow as without prefetch.
+    spec.topology.chip.hbm_capacity = (ahead.memory.peak_bytes + none_ahead.memory.peak_bytes) / 2;
+    auto limited = run::simulate(spec);
+    CHECK(limited.memory.fits);
+    CHECK(limited.report.prefetch_depth == 0);
+    CHECK(limited.report.prefetch_limited_by_memory);
+    CHECK(limited.report.step_time_s == doctest::Approx(none_ahead.report.step_time_s));
+
+    // Below both peaks nothing helps: the configured depth is reported with the overflow.
+    spec.topology.chip.hbm_capacity = none_ahead.memory.peak_bytes / 2;
+    auto over = run::simulate(spec);
+    CHECK_FALSE(over.memory.fits);
+    CHECK(over.report.prefetch_depth == 1);
+    CHECK_FALSE(over.report.prefetch_limited_by_memory);
+}
+
+TEST_CASE("flash attention keeps the S x S scores out of HBM and skips causal blocks") {
+    auto spec = maxtext_22b();
+    auto dot = run::simulate(spec);
+    spec.training.attention = workload::Attention::flash;
+    auto flash = run::simulate(spec);
+    // Per chip: 16 sequences x 24 heads x 1024 x 1024 scores in bf16 = 768 MiB per tensor, written by
+    // the scores matmul and by softmax: dot-product attention holds them, flash never does.
+    CHECK(flash.memory.peak_bytes < dot.memory.peak_bytes - 768.0 * 1024 * 1024);
+    // Executed attention FLOPs: with 512-token blocks a 1024-token causal sequence computes 3 of 4
+    // blocks; the forward runs QK^T and PV (2 matmuls), the backward 5 (FlashAttention-2), the
+    // recompute under remat full the forward again: (2 + 5 + 2) x 3/4 = 6.75 score-sized matmuls
+    // against dot-product's 2 + 4 + 2 = 8.
+    const double scores = 2.0 * 16 * 24 * 1024.0 * 1024 * 256;  // one score-sized matmul per layer
+    const double removed = (8.0 - 6.75) * scores * 48;          // per chip, 48 layers
+    CHECK(dot.report.hardware_flops_per_step - flash.report.hardware_flops_per_step ==
+          doctest::Approx(removed * 64).epsilon(1e-6));
+}
+
+TEST_CASE("MaxText remat policies save what their JAX policy names") {
+    auto spec = maxtext_22b();
+    auto activations = [&](workload::Remat remat) {
+        auto s = spec;
+        s.training.remat = remat;
+        s.training.attention = workload::Attention::flash;
+        s.topology.chip.hbm_capacity = 1e15;
+        return run::simulate(s).memory.at_peak.activations;
+    };
+    const double full = activations(workload::Remat::full);
+    const double qkv = activations(workload::Remat::save_qkv_proj);
+    const double except_mlp = activations(workload::Remat::save_dot_except_mlp);
+    const double except_mlpwi = activations(workload::Remat::save_dot_except_mlpwi);
+    const double minimal = activations(workload::Remat::minimal);
+    const double none = activations(workload::Remat::none);
+    // Each policy saves a superset of the one before it.
+    CHECK(full < qkv);
+    CHECK(qkv < except_mlp);
+    // mlpwo is podsim's mlp_down with the residual add fused in: the layer's output, which every
+    // policy keeps, so saving it by name adds nothing here.
+    CHECK(except_mlp == doctest::Approx(except_mlpwi));
+    CHECK(except_mlpwi < minimal);
+    CHECK(minimal < none);
+    // save_qkv_proj adds the fused QKV output of every layer over full remat: 16 x 1024 tokens x
+    // (3 x 24 x 256) x 2 bytes = 36 MiB per layer. The peak is in the last layer's backward, where
+    // full remat holds that layer's recomputed QKV too: 47 layers' worth of difference.
+    CHECK(qkv - full == doctest::Approx(47 * 16 * 1024.0 * 3 * 24 * 256 * 2).epsilon(0.002));
+}
+
+TEST_CASE("remat offload moves saved activations to host memory over the chip's host link") {
+    auto spec = maxtext_22b();
+    spec.training.attention = workload::Attention::flash;
+    spec.training.remat = workload::Remat::minimal;
+    auto saved = run::simulate(spec);
+    spec.training.remat = workload::Remat::minimal_offloaded;
+    auto offloaded = run::simulate(spec);
+    // Every offloaded projection output (QKV, out_proj and mlpwi: mlp_down is the layer output, which
+    // stays in HBM) goes to the host and comes back once.
+    double copied = 0.0;
+    int copies = 0;
+    for (std::size_t i = 0; i < offloaded.program.ops.size(); ++i) {
+        const auto& op = offloaded.program.ops[i];
+        if (op.category != parallel::OpCategory::copy) continue;
+        ++copies;
+        copied += op.bytes;
+        // At the v4 host link (PCIe Gen3 x16, 15.75 GB/s per direction).
+        CHECK(offloaded.costs[i].seconds == doctest::Approx(op.bytes / 15.75e9));
+    }
+    CHECK(copies == 48 * 3 * 2);
+    const double per_layer = 16 * 1024.0 * (3 * 24 * 256 + 6144 + 24576) * 2;  // qkv, out_proj, mlpwi in bf16
+    CHECK(copied == doctest::Approx(2 * 48 * per_layer));
+    CHECK(offloaded.memory.peak_bytes < saved.memory.peak_bytes);
+    CHECK(offloaded.report.step_time_s >= saved.report.step_time_s);
+}

@@ -1,0 +1,227 @@
+#include <doctest/doctest.h>
+
+#include <algorithm>
+
+#include "support.hpp"
+#include "training_run/programs.hpp"
+#include "training_run/whole_run.hpp"
+#include "training_run/whole_run_format.hpp"
+
+using namespace podsim;
+using training_run::Accumulate;
+using training_run::Overlap;
+using training_run::RunPlan;
+
+namespace {
+
+// BERT-Large on one v4 chip, data parallel over nothing: no ICI, so every time is exact integer
+// arithmetic on the simulated step.
+run::RunSpec bert_one_chip(const std::string& framework) {
+    return test::run_from_text(
+        "schema: podsim.run/v1\nname: bert-1chip\nmodel: bert-large\ntopology: tpu-v4\nslice: 1x1x1\n"
+        "mesh: {data: 1}\ntraining: {global_batch: 32, seq_len: 128, optimizer: adamw}\n"
+        "runtime: {framework: " +
+        framework + "}\n");
+}
+
+// Every host cost of the graph-size model at zero.
+void zero_host_costs(run::RunSpec& spec) {
+    auto& c = spec.calibration;
+    c.trace_per_op_pytorch_xla = c.hash_per_op_pytorch_xla = c.post_order_per_op_pytorch_xla = 0.0;
+    c.fetch_per_tensor_pytorch_xla = c.launch_per_execution_pytorch_xla = 0.0;
+    c.trace_per_op_jax = c.dispatch_per_executable_jax = c.dispatch_per_argument_jax = 0.0;
+}
+
+RunPlan train_only(int steps) {
+    RunPlan plan;
+    plan.train_steps = steps;
+    plan.steady_window = 10;
+    return plan;
+}
+
+}  // namespace
+
+TEST_CASE("with the host as today's constant, the steady-state step is today's step exactly") {
+    for (const char* framework : {"pytorch-xla", "jax"}) {
+        CAPTURE(framework);
+        auto spec = bert_one_chip(framework);
+        spec.runtime.host_overhead = 30e-3;
+        const double today = run::simulate(spec).report.step_time_s;
+        auto w = training_run::simulate_whole_run(spec, train_only(20));
+        CHECK(w.single_step_s == today);
+        // Every steady step: the step of `podsim run` (PyTorch/XLA: host then device; JAX: the larger).
+        CHECK(w.steady_train_step_s == doctest::Approx(today).epsilon(1e-12));
+        for (std::size_t i = 10; i < w.steps.size(); ++i)
+            CHECK(w.steps[i].duration_s == doctest::Approx(today).epsilon(1e-12));
+    }
+    // The PyTorch/XLA FSDP default config (4 chips, ICI collectives) as well.
+    auto spec = test::load_config("configs/default.yaml");
+    spec.runtime.host_overhead = spec.calibration.host_overhead_pytorch_xla;
+    const double today = run::simulate(spec).report.step_time_s;
+    RunPlan plan = train_only(3);
+    plan.steady_window = 1;
+    auto w = training_run::simulate_whole_run(spec, plan);
+    CHECK(w.steady_train_step_s == doctest::Approx(today).epsilon(1e-12));
+}
+
+TEST_CASE("with no host costs, the steady-state step is the device step") {
+    auto spec = bert_one_chip("pytorch-xla");
+    zero_host_costs(spec);
+    auto device_only = spec;
+    device_only.runtime.host_overhead = 0.0;
+    const double device_s = run::simulate(device_only).report.step_time_s;
+    auto w = training_run::simulate_whole_run(spec, train_only(20));
+    CHECK(w.steady_train_step_s == doctest::Approx(device_s).epsilon(1e-12));
+    CHECK(w.steady_gap_s == doctest::Approx(0.0));
+    REQUIRE(w.programs.size() == 1);
+    CHECK(w.programs[0].device_s == doctest::Approx(device_s).epsilon(1e-12));
+}
+
+TEST_CASE("the gap between executions follows the PyTorch/XLA overlap setting") {
+    auto spec = bert_one_chip("pytorch-xla");
+    zero_host_costs(spec);
+    auto& c = spec.calibration;
+    c.post_order_per_op_pytorch_xla = 2e-6;
+    c.fetch_per_tensor_pytorch_xla = 4e-6;
+    c.launch_per_execution_pytorch_xla = 1e-3;
+    c.trace_per_op_pytorch_xla = 5e-6;  // traced while the previous step runs: hidden
+    for (Overlap overlap : {Overlap::none, Overlap::run_post_order, Overlap::run_post_order_and_fetch}) {
+        CAPTURE(training_run::overlap_name(overlap));
+        RunPlan plan = train_only(20);
+        plan.overlap = overlap;
+        auto w = training_run::simulate_whole_run(spec, plan);
+        const auto& p = w.programs.at(0);
+        const double post_order = 2e-6 * p.ops, fetch = 4e-6 * p.tensors;
+        // What waits for the previous execution is exposed; the launch always is.
+        double expected = 1e-3;
+        if (overlap == Overlap::none) expected += post_order + fetch;
+        if (overlap == Overlap::run_post_order) expected += fetch;
+        CHECK(w.steady_gap_s == doctest::Approx(expected).epsilon(1e-6));
+        CHECK(w.steady_train_step_s == doctest::Approx(p.device_s + expected).epsilon(1e-6));
+    }
+}
+
+TEST_CASE("a host-bound PyTorch/XLA step: the period is the host's chain, the device waits") {
+    auto spec = bert_one_chip("pytorch-xla");
+    zero_host_costs(spec);
+    spec.calibration.trace_per_op_pytorch_xla = 1e-3;  // far longer than the device step
+    auto w = training_run::simulate_whole_run(spec, train_only(20));
+    const auto& p = w.programs.at(0);
+    CHECK(w.steady_train_step_s == doctest::Approx(1e-3 * p.ops).epsilon(1e-9));
+    CHECK(w.steady_gap_s == doctest::Approx(1e-3 * p.ops - p.device_s).epsilon(1e-9));
+}
+
+TEST_CASE("compile cache: one compilation per distinct program, kept apart from execution") {
+    auto spec = bert_one_chip("pytorch-xla");
+    RunPlan plan = train_only(50);
+    plan.lengths.distribution = training_run::LengthDistribution::uniform;
+    plan.lengths.min = 16;
+    plan.lengths.max = 128;
+    plan.lengths.padding = training_run::Padding::none;
+    auto w = training_run::simulate_whole_run(spec, plan);
+    long distinct = static_cast<long>(w.programs.size());
+    CHECK(distinct > 1);
+    CHECK(w.metrics["CompileTime"].count == distinct);
+    CHECK(w.metrics["ExecuteTime"].count == 50);
+    CHECK(w.counters["CachedCompile"] == 50 - distinct);
+    double compile_s = 0.0;
+    for (const auto& p : w.programs) compile_s += p.compile_s;
+    CHECK(w.metrics["CompileTime"].total_s == doctest::Approx(compile_s));
+    // Execution time never includes compilation.
+    double execute_s = 0.0;
+    for (const auto& s : w.activities) {
+        if (s.track == training_run::Track::device) execute_s += core::to_seconds(s.end - s.start);
+    }
+    CHECK(w.metrics["ExecuteTime"].total_s == doctest::Approx(execute_s));
+    // Padding to the maximum: one program, one compilation.
+    plan.lengths.padding = training_run::Padding::max;
+    auto padded = training_run::simulate_whole_run(spec, plan);
+    CHECK(padded.programs.size() == 1);
+    CHECK(padded.metrics["CompileTime"].count == 1);
+    // A persistent cache: loads, no compilation.
+    plan.cache = training_run::CompileCache::persistent;
+    auto cached = training_run::simulate_whole_run(spec, plan);
+    CHECK(cached.metrics.count("CompileTime") == 0);
+    CHECK(cached.run_time_s < padded.run_time_s);
+    // Same inputs, same run.
+    plan.cache = training_run::CompileCache::process;
+    plan.lengths.padding = training_run::Padding::none;
+    auto again = training_run::simulate_whole_run(spec, plan);
+    CHECK(again.run_time_s == w.run_time_s);
+    CHECK(again.programs.size() == w.programs.size());
+}
+
+TEST_CASE("evaluation accumulating on the device recompiles every step; on the host it transfers") {
+    auto spec = bert_one_chip("pytorch-xla");
+    RunPlan plan;
+    plan.eval.steps = 17;
+    plan.eval.batch = 8;
+    plan.eval.accumulated_tensors = 6;
+    plan.eval.accumulate = Accumulate::device;
+    auto device = training_run::simulate_whole_run(spec, plan);
+    CHECK(device.metrics["CompileTime"].count == 17);
+    // PT_XLA_DEBUG's rule (torch_xla metrics_analysis.cpp): after 10 warm-up steps, more than 0.5
+    // compilations per step; counts are the process's so far.
+    REQUIRE(device.debug_lines.size() == 7);
+    CHECK(device.debug_lines.front() ==
+          "pt-xla-profiler: CompileTime too frequent: 11 counts during 11 steps");
+    CHECK(device.debug_lines.back() ==
+          "pt-xla-profiler: CompileTime too frequent: 17 counts during 17 steps");
+    // Steady eval step: about one compilation of the eval program.
+    CHECK(device.steady_eval_step_s > device.programs.back().compile_s);
+
+    plan.eval.accumulate = Accumulate::host;
+    auto host = training_run::simulate_whole_run(spec, plan);
+    CHECK(host.metrics["CompileTime"].count == 1);
+    CHECK(host.metrics["TransferFromServerTime"].count == 17 * 6);
+    CHECK(host.debug_lines.front() ==
+          "pt-xla-profiler: TransferFromServerTime too frequent: 6 counts during 1 steps");
+    CHECK(host.steady_eval_step_s < device.steady_eval_step_s / 10);
+}
+
+TEST_CASE("ops without a lowering split the graph: a program per part, transfers both ways") {
+    auto spec = bert_one_chip("pytorch-xla");
+    RunPlan plan = train_only(10);
+    plan.unlowered_ops = 2;
+    auto w = training_run::simulate_whole_run(spec, plan);
+    CHECK(w.programs.size() == 3);
+    CHECK(w.metrics["ExecuteTime"].count == 30);
+    CHECK(w.metrics["TransferFromServerTime"].count == 20);
+    CHECK(w.metrics["TransferToServerTime"].count == 10 + 20);  // inputs, and the ops' outputs
+}
+
+TEST_CASE("JAX dispatches ahead and blocks only at syncs") {
+    auto spec = bert_one_chip("jax");
+    RunPlan plan = train_only(40);
+    auto free_running = training_run::simulate_whole_run(spec, plan);
+    // Dispatch is far shorter than the device step: the device never waits after the first step.
+    CHECK(free_running.steady_gap_s == doctest::Approx(0.0));
+    plan.log_every = 10;
+    auto logged = training_run::simulate_whole_run(spec, plan);
+    CHECK(logged.metrics["TransferFromServerTime"].count == 4);
+    CHECK(logged.run_time_s > free_running.run_time_s);
+}
+
+TEST_CASE("whole-run outputs: metrics report layout, JSON and trace") {
+    auto spec = bert_one_chip("pytorch-xla");
+    RunPlan plan = train_only(12);
+    plan.log_every = 4;
+    auto w = training_run::simulate_whole_run(spec, plan);
+    const std::string report = training_run::metrics_report(w);
+    CHECK(report.find("Metric: CompileTime\n  TotalSamples: 1\n  Accumulator: ") != std::string::npos);
+    CHECK(report.find("Metric: TransferFromServerTime\n  TotalSamples: 3\n") != std::string::npos);
+    CHECK(report.find("Counter: MarkStep\n  Value: 12\n") != std::string::npos);
+    CHECK(training_run::whole_run_json(w).find("\"schema\": \"podsim.whole-run/v1\"") != std::string::npos);
+    const std::string trace = training_run::whole_run_trace(w);
+    CHECK(trace.find("ProfilerStep#11") != std::string::npos);
+    CHECK(trace.find("FetchTensorData") != std::string::npos);
+    CHECK(training_run::format_whole_run(w).find("gap between executions") != std::string::npos);
+}
+
+TEST_CASE("parameter tensors: BERT-Large counts q, k, v, output, two MLP matrices and two norms per layer") {
+    auto spec = bert_one_chip("pytorch-xla");
+    // 24 layers x 8 matrices-or-norms x 2 (weight and bias) + token and position embeddings, the
+    // final norm's two, and the untied or not head: bert-large ties its embeddings.
+    CHECK(training_run::parameter_tensors(spec) == 24 * 16 + 2 + 2);
+    CHECK(training_run::optimizer_state_per_parameter(spec) == 2);
+}
