@@ -68,7 +68,10 @@ PodViewer read_pod_viewer(const std::string& path) {
                 ar.value("name", ""), number(ar.at("dataSize")), number(ar.at("durationUs")) * 1e-6,
                 ar.contains("occurrences") ? integer(ar["occurrences"]) : 0});
         }
-        for (const auto& [id, core] : per_core.items()) {
+        for (const auto& item : per_core.items()) {
+            // Not a structured binding: clang 14 cannot capture one in the lambda below.
+            const std::string id = item.key();
+            const nlohmann::json& core = item.value();
             PodViewerCore c;
             c.core = std::stoi(id);
             c.chip = core.contains("chipId") ? integer(core["chipId"]) : 0;

@@ -135,7 +135,8 @@ MeasuredProfile read_profile(const std::string& path) {
             path, first,
             fmt::format("not a profile format podsim reads: found {}; expected a Chrome trace (JSON), "
                         "an XProf .xplane.pb or pod_viewer JSON, an HLO op stats CSV (header with "
-                        "Operation and Self time), a PyTorch/XLA metrics report (Metric: lines), an "
+                        "Operation and Self time), a PyTorch/XLA metrics report (Metric: lines) or "
+                        "PT_XLA_DEBUG log, an "
                         "NVTX projection CSV or a Chakra .et",
                         found));
     }
