@@ -45,7 +45,7 @@ bench: build
 asan-configure: deps
 	$(call install_missing,$(CLANG_DEPS))
 	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DPODSIM_SANITIZE=ON -DPODSIM_FUZZ=ON \
-	  -DCMAKE_CXX_COMPILER=clang++-14
+	  -DCMAKE_CXX_COMPILER=clang++-14 -DCMAKE_CXX_FLAGS_DEBUG="-g -O1"
 
 sanitize: asan-configure
 	cmake --build $(ASAN_BUILD) -j$(JOBS)

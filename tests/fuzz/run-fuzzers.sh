@@ -27,7 +27,12 @@ seed() {  # seed TARGET FILE...
   mkdir -p "$seeds/$1"
   local target=$1
   shift
-  cp "$@" "$seeds/$target/"
+  local f
+  for f in "$@"; do
+    # The 6,144-chip PaLM step takes seconds even optimised; under ASan it would trip the 10 s limit.
+    case "$f" in *palm-540b*) continue ;; esac
+    cp "$f" "$seeds/$target/$(basename "$(dirname "$f")")__$(basename "$f")"
+  done
 }
 seed run_config configs/*.yaml tests/validation/*.yaml
 seed model models/*.yaml
