@@ -113,7 +113,9 @@ TEST_CASE("truncated and corrupted inputs never crash the loader") {
     for (const auto& f : files_in("configs")) inputs.push_back({f, Kind::run});
     for (const auto& f : files_in("models")) inputs.push_back({f, Kind::model});
     for (const auto& f : files_in("topologies")) inputs.push_back({f, Kind::topology});
-    for (const auto& [file, kind] : inputs) {
+    for (const auto& input : inputs) {
+        const fs::path& file = input.first;  // not a structured binding: clang 14 cannot capture those
+        const Kind kind = input.second;
         CAPTURE(file.string());
         std::string text = read(file);
         // Truncations at 16 points.

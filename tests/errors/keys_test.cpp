@@ -207,7 +207,10 @@ TEST_CASE("values outside a key's printed range are errors at the key, its edges
         for (const auto& key : *config::schema_named(schema.name)) {
             if (!key.bounded()) continue;
             CAPTURE(key.path);
-            auto [where, error_path] = placement(key);
+            // Not a structured binding: clang 14 cannot capture those in the lambda below.
+            const auto placed = placement(key);
+            const auto& where = placed.first;
+            const auto& error_path = placed.second;
             // The base that takes the key: ViT keys only on the ViT model.
             const Flat* base = nullptr;
             for (const auto& candidate : schema.bases) {

@@ -24,11 +24,26 @@ struct Outcome {
     std::string err;
 };
 
-// Runs podsim with `args` in `dir` under `ulimit -v` (2 GiB) and `timeout 10`.
+// AddressSanitizer reserves terabytes of address space for its shadow memory, so an ASan build
+// cannot run under `ulimit -v`; there the 2 GB bound is left to the fuzz targets' -rss_limit_mb.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kAddressSanitizer = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr bool kAddressSanitizer = true;
+#else
+constexpr bool kAddressSanitizer = false;
+#endif
+#else
+constexpr bool kAddressSanitizer = false;
+#endif
+
+// Runs podsim with `args` in `dir` under `ulimit -v` (2 GiB, but for ASan builds) and `timeout 10`.
 Outcome run_podsim(const std::string& args, const fs::path& dir) {
     const fs::path err =
         fs::temp_directory_path() / ("podsim-regression-" + std::to_string(::getpid()) + ".err");
-    const std::string command = "cd '" + dir.string() + "' && ulimit -v 2097152 && timeout 10 " +
+    const std::string limit = kAddressSanitizer ? "" : "ulimit -v 2097152 && ";
+    const std::string command = "cd '" + dir.string() + "' && " + limit + "timeout 10 " +
                                 std::string(PODSIM_BINARY) + " " + args + " > /dev/null 2> '" + err.string() +
                                 "'";
     const auto start = std::chrono::steady_clock::now();
