@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "config/load.hpp"
+#include "core/csv.hpp"
 #include "profile/calibrate.hpp"
 #include "profile/whole_run_suite.hpp"
 
@@ -28,7 +29,7 @@ int command_calibrate(const CalibrateCommand& c) {
         c.params.empty() ? std::vector<std::string>{"mxu_efficiency_jax",  "mxu_efficiency_pytorch_xla",
                                                     "hbm_efficiency",      "op_overhead",
                                                     "ici_link_efficiency", "collective_overhead"}
-                         : split(c.params, ',');
+                         : core::split_list(c.params, ',');
     // Whole-run cases (whole_run: blocks, hundreds of steps each) answer only for the host and
     // compile parameters; with others they would cost time and pin nothing.
     const bool host_params = std::any_of(params.begin(), params.end(), [](const std::string& p) {

@@ -41,7 +41,5 @@ void add_set_option(CLI::App* command, std::vector<std::string>& assignments);
 // A core::UserError about a command-line option of `command` ("podsim sweep", ...).
 [[noreturn]] void option_error(const std::string& command, const std::string& option,
                                const std::string& message);
-// `text` cut at each `separator`, empty pieces dropped.
-std::vector<std::string> split(const std::string& text, char separator);
 
 }  // namespace podsim::cli

@@ -52,16 +52,4 @@ void add_set_option(CLI::App* command, std::vector<std::string>& assignments) {
     throw core::UserError(d);
 }
 
-std::vector<std::string> split(const std::string& text, char separator) {
-    std::vector<std::string> out;
-    std::size_t start = 0;
-    while (start <= text.size()) {
-        std::size_t end = text.find(separator, start);
-        if (end == std::string::npos) end = text.size();
-        if (end > start) out.push_back(text.substr(start, end - start));
-        start = end + 1;
-    }
-    return out;
-}
-
 }  // namespace podsim::cli

@@ -40,4 +40,16 @@ std::string csv_field(std::string_view value) {
     return out + "\"";
 }
 
+std::vector<std::string> split_list(std::string_view text, char separator) {
+    std::vector<std::string> out;
+    std::size_t start = 0;
+    while (start <= text.size()) {
+        std::size_t end = text.find(separator, start);
+        if (end == std::string_view::npos) end = text.size();
+        if (end > start) out.emplace_back(text.substr(start, end - start));
+        start = end + 1;
+    }
+    return out;
+}
+
 }  // namespace podsim::core

@@ -9,6 +9,7 @@
 
 #include "config/load.hpp"
 #include "config/schema.hpp"
+#include "core/csv.hpp"
 #include "core/quantity.hpp"
 #include "core/suggest.hpp"
 #include "report/format.hpp"
@@ -27,18 +28,6 @@ fs::path or_current(const fs::path& dir) {
     core::Diagnostics d;
     d.error({"podsim collective", 0, 0}, key, message);
     throw ConfigError(d);
-}
-
-std::vector<std::string> split(const std::string& text, char separator) {
-    std::vector<std::string> out;
-    std::size_t start = 0;
-    while (start <= text.size()) {
-        std::size_t end = text.find(separator, start);
-        if (end == std::string::npos) end = text.size();
-        if (end > start) out.push_back(text.substr(start, end - start));
-        start = end + 1;
-    }
-    return out;
 }
 
 }  // namespace
@@ -98,8 +87,8 @@ CollectiveRequest collective_request(const CollectiveQuery& q) {
                                 q.op));
     }
     request.kind = *kind;
-    request.axes =
-        q.axis.empty() ? std::vector<std::string>{request.mesh.ici.front().name} : split(q.axis, ',');
+    request.axes = q.axis.empty() ? std::vector<std::string>{request.mesh.ici.front().name}
+                                  : core::split_list(q.axis, ',');
     request.twisted = q.twisted;
     auto bytes = core::parse_quantity(q.bytes, core::Dimension::bytes);
     if (!bytes.ok) query_error("bytes", bytes.error);
