@@ -128,7 +128,8 @@ void parse_mesh(const MapReader& run, RunSpec& spec, Diagnostics& d) {
         run.error("mesh", "expected a mapping such as {fsdp: 4} or {ici: {fsdp: 4}, dcn: {data: 2}}");
         return;
     }
-    const long chips = spec.slice.chips();
+    // Meshes count devices, as JAX does: chips x devices_per_chip (a v3-8, slice 2x2, has 8).
+    long devices = hardware::slice_devices(spec.topology, spec.slice);
     const YAML::Node& mesh_map = node;
     bool long_form =
         mesh_map["ici"].IsDefined() || mesh_map["dcn"].IsDefined() || mesh_map["mapping"].IsDefined();
@@ -175,8 +176,19 @@ void parse_mesh(const MapReader& run, RunSpec& spec, Diagnostics& d) {
     } else {
         ici = parse_axes(node, file, "mesh", d);
     }
-    spec.mesh.ici = resolve_axes(ici, chips, long_form ? "mesh.ici" : "mesh", ici_where,
-                                 fmt::format("chips in slice {}", spec.slice.to_string()), d);
+    const std::string what =
+        spec.topology.chip.devices_per_chip > 1
+            ? fmt::format("devices in slice {} ({} chips x {} devices per chip)", spec.slice.to_string(),
+                          spec.slice.chips(), spec.topology.chip.devices_per_chip)
+            : fmt::format("chips in slice {}", spec.slice.to_string());
+    // A one-chip slice may run a mesh on fewer of its devices (hardware::devices_per_chip_in_use).
+    if (std::none_of(ici.begin(), ici.end(), [](const AxisEntry& e) { return !e.size; })) {
+        long product = 1;
+        for (const auto& e : ici) product = std::min(product * std::max(*e.size, 0), 1L << 40);
+        const int in_use = hardware::devices_per_chip_in_use(spec.topology, spec.slice, product);
+        if (in_use < spec.topology.chip.devices_per_chip) devices = product;
+    }
+    spec.mesh.ici = resolve_axes(ici, devices, long_form ? "mesh.ici" : "mesh", ici_where, what, d);
     spec.mesh.dcn = resolve_axes(dcn, spec.slices, "mesh.dcn", detail::location_of(node, file), "slices", d);
     for (const auto& axis : spec.mesh.dcn) {
         if (axis.name != "data" && axis.size > 1) {

@@ -46,8 +46,22 @@ hardware::TopologySpec parse_topology(const YAML::Node& node, const std::string&
         t.chip.hbm_bandwidth = chip.quantity(topology_key("chip.hbm_bandwidth")).value_or(0);
         t.chip.mxu_tile =
             static_cast<int>(chip.integer(topology_key("chip.mxu_tile")).value_or(t.chip.mxu_tile));
-        t.chip.tensorcores =
-            static_cast<int>(chip.integer(topology_key("chip.tensorcores")).value_or(t.chip.tensorcores));
+        t.chip.tensorcores_per_chip = static_cast<int>(
+            chip.integer(topology_key("chip.tensorcores_per_chip")).value_or(t.chip.tensorcores_per_chip));
+        t.chip.devices_per_chip = static_cast<int>(
+            chip.integer(topology_key("chip.devices_per_chip")).value_or(t.chip.devices_per_chip));
+        t.chip.intra_chip_bandwidth = chip.quantity(topology_key("chip.intra_chip_bandwidth")).value_or(0);
+        if (t.chip.devices_per_chip > t.chip.tensorcores_per_chip) {
+            chip.error("devices_per_chip",
+                       fmt::format("{} devices per chip but only {} TensorCores (tensorcores_per_chip)",
+                                   t.chip.devices_per_chip, t.chip.tensorcores_per_chip));
+        }
+        if (t.chip.devices_per_chip > 1 && t.chip.intra_chip_bandwidth <= 0) {
+            chip.error("intra_chip_bandwidth",
+                       fmt::format("required with devices_per_chip {}: collectives between the devices of "
+                                   "one chip move at it",
+                                   t.chip.devices_per_chip));
+        }
         chip.quantity(topology_key("chip.clock"));
     }
 
@@ -69,6 +83,13 @@ hardware::TopologySpec parse_topology(const YAML::Node& node, const std::string&
             }
         }
         t.ici.twisted_torus = ici.boolean(topology_key("ici.twisted_torus")).value_or(t.ici.twisted_torus);
+        // The devices of a chip form one more dimension of the device grid (network/torus.hpp).
+        if (t.chip.devices_per_chip > 1 && t.ici.dims >= 4) {
+            ici.error("dims",
+                      fmt::format("{} torus dimensions and {} devices per chip make {} grid dimensions; "
+                                  "podsim handles at most 4",
+                                  t.ici.dims, t.chip.devices_per_chip, t.ici.dims + 1));
+        }
     }
 
     if (r.has("host")) {

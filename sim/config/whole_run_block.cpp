@@ -49,7 +49,7 @@ RunPlan parse_whole_run(const YAML::Node& node, const std::string& file, const s
         plan.cache = static_cast<CompileCache>(*c);
     if (auto o = r.choice("overlap", {"none", "run_post_order", "run_post_order_and_fetch"}, false)) {
         plan.overlap = static_cast<Overlap>(*o);
-        if (spec.runtime.framework != parallel::Framework::pytorch_xla)
+        if (!parallel::is_pytorch_xla(spec.runtime.framework))
             r.error("overlap", "is a PyTorch/XLA setting; runtime.framework is jax");
     }
     if (plan.last_batch > 0 && plan.last_batch >= spec.training.global_batch)

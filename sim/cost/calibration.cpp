@@ -134,7 +134,7 @@ Calibration Calibration::defaults() {
 }
 
 double Calibration::mxu_efficiency(parallel::Framework framework) const {
-    return framework == parallel::Framework::jax ? mxu_efficiency_jax : mxu_efficiency_pytorch_xla;
+    return parallel::is_pytorch_xla(framework) ? mxu_efficiency_pytorch_xla : mxu_efficiency_jax;
 }
 
 double Calibration::mxu_shape_factor(MatmulShapeClass shape_class) const {
@@ -150,7 +150,7 @@ double Calibration::mxu_shape_factor(MatmulShapeClass shape_class) const {
 }
 
 double Calibration::host_overhead(parallel::Framework framework) const {
-    return framework == parallel::Framework::jax ? host_overhead_jax : host_overhead_pytorch_xla;
+    return parallel::is_pytorch_xla(framework) ? host_overhead_pytorch_xla : host_overhead_jax;
 }
 
 const CalibrationParameter* find_calibration_parameter(std::string_view name) {

@@ -19,9 +19,10 @@ double round_up(double value, double multiple) {
 }  // namespace
 
 CostModel::CostModel(CostContext context) : c_(context) {
-    peak_flops_ = c_.topology.chip.peak_flops_for(c_.compute_dtype);
+    // Per device: on v2/v3 each TensorCore is a device with half the chip's peak and HBM bandwidth.
+    peak_flops_ = c_.topology.chip.device_peak_flops_for(c_.compute_dtype);
     mxu_efficiency_ = c_.calibration.mxu_efficiency(c_.runtime.framework);
-    hbm_bandwidth_ = c_.topology.chip.hbm_bandwidth * c_.calibration.hbm_efficiency;
+    hbm_bandwidth_ = c_.topology.chip.device_hbm_bandwidth() * c_.calibration.hbm_efficiency;
     PODSIM_ASSERT(peak_flops_ > 0.0 && hbm_bandwidth_ > 0.0, "topology without peak or HBM bandwidth");
 }
 
@@ -35,8 +36,10 @@ OpCost CostModel::cost(const parallel::DeviceOp& op, const parallel::DeviceProgr
         return out;
     }
     if (op.category == OpCategory::copy) {
-        // Remat offload: a DMA between HBM and pinned host memory at the chip's host link.
-        const double bandwidth = c_.topology.host.transfer_bandwidth_per_chip;
+        // Remat offload: a DMA between HBM and pinned host memory at the chip's host link, which the
+        // devices of one chip share.
+        const double bandwidth =
+            c_.topology.host.transfer_bandwidth_per_chip / c_.topology.chip.devices_per_chip;
         PODSIM_ASSERT(bandwidth > 0.0, "offload without a host transfer bandwidth (checked by config)");
         out.memory_seconds = op.bytes / bandwidth;
         out.seconds = out.memory_seconds;
@@ -47,9 +50,11 @@ OpCost CostModel::cost(const parallel::DeviceOp& op, const parallel::DeviceProgr
         // ICI collectives have no fixed cost: the flow-level network model times them in the
         // simulation (network/flow_network.hpp). Only DCN, outside the torus, uses a closed form.
         if (axis.kind != parallel::ResourceKind::dcn) return out;
-        auto t = collectives::closed_form_dcn(
-            op.collective, op.collective_bytes, axis.size,
-            c_.topology.dcn.bandwidth_per_chip * c_.calibration.dcn_efficiency, c_.topology.dcn.latency);
+        auto t = collectives::closed_form_dcn(op.collective, op.collective_bytes, axis.size,
+                                              c_.topology.dcn.bandwidth_per_chip /
+                                                  c_.topology.chip.devices_per_chip *
+                                                  c_.calibration.dcn_efficiency,
+                                              c_.topology.dcn.latency);
         out.seconds = t.time + c_.calibration.collective_overhead;
         out.memory_seconds = t.bandwidth_time;
         return out;

@@ -61,13 +61,34 @@ inline constexpr core::Key kTopologyKeys[] = {
      .maximum = 4096,
      .help = "systolic array side; matmul dimensions are padded to it",
      .source = "128 on TPU v2-v5 (How to Scale Your Model, TPUs chapter), 256 on v6e"},
-    {.path = "chip.tensorcores",
+    {.path = "chip.tensorcores_per_chip",
      .kind = KeyKind::integer,
      .unit = "TensorCores",
      .default_value = 1,
      .minimum = 1,
      .maximum = 16,
-     .help = "TensorCores per chip (informational)"},
+     .help = "physical TensorCores per chip",
+     .source =
+         "2 on v2, v3, v4, v5p; 1 on v5e, v6e (Cloud TPU system architecture; jax.experimental.pallas.tpu."
+         "ChipVersion)"},
+    {.path = "chip.devices_per_chip",
+     .kind = KeyKind::integer,
+     .unit = "devices",
+     .default_value = 1,
+     .minimum = 1,
+     .maximum = 16,
+     .help = "JAX/PyTorch-XLA devices per chip: meshes count these; each gets peak, HBM and its bandwidth / "
+             "devices_per_chip",
+     .source = "v2/v3: each TensorCore is a device (a v3-8 is 4 chips, 8 devices); v4/v5p: megacore, the two "
+               "TensorCores are one device; v5e/v6e: one TensorCore (Cloud TPU docs)"},
+    {.path = "chip.intra_chip_bandwidth",
+     .kind = KeyKind::quantity,
+     .dimension = Dimension::bandwidth,
+     .default_note = "unset (required when devices_per_chip > 1)",
+     .maximum = 1e16,
+     .help =
+         "one direction between two devices of one chip: what collectives between them move at instead of "
+         "ICI links"},
     {.path = "chip.clock",
      .kind = KeyKind::quantity,
      .dimension = Dimension::frequency,

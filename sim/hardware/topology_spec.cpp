@@ -1,5 +1,8 @@
 #include "hardware/topology_spec.hpp"
 
+#include <algorithm>
+#include <limits>
+
 #include <fmt/format.h>
 
 namespace podsim::hardware {
@@ -47,6 +50,32 @@ std::optional<std::string> slice_shape_error(const TopologySpec& topology, const
         }
     }
     return std::nullopt;
+}
+
+long slice_devices(const TopologySpec& topology, const SliceShape& shape) {
+    const long chips = shape.chips();
+    const long per_chip = std::max(1, topology.chip.devices_per_chip);
+    if (chips > std::numeric_limits<long>::max() / per_chip) return std::numeric_limits<long>::max();
+    return chips * per_chip;
+}
+
+int devices_per_chip_in_use(const TopologySpec& topology, const SliceShape& shape, long mesh_devices) {
+    const int per_chip = std::max(1, topology.chip.devices_per_chip);
+    if (shape.chips() == 1 && mesh_devices >= 1 && mesh_devices < per_chip && per_chip % mesh_devices == 0)
+        return static_cast<int>(mesh_devices);
+    return per_chip;
+}
+
+SliceShape device_grid(const TopologySpec& topology, const SliceShape& shape, int devices_per_chip) {
+    SliceShape grid = normalized_slice(topology, shape);
+    // The intra-chip dimension exists whenever the chip has several devices (its index is fixed), even
+    // if a one-chip job uses one of them.
+    if (topology.chip.devices_per_chip > 1) grid.dims.push_back(std::max(1, devices_per_chip));
+    return grid;
+}
+
+int intra_chip_dimension(const TopologySpec& topology) {
+    return topology.chip.devices_per_chip > 1 ? topology.ici.dims : -1;
 }
 
 bool dimension_wraps(const TopologySpec& topology, const SliceShape& shape, std::size_t dim) {

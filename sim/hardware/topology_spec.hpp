@@ -64,6 +64,26 @@ std::optional<std::string> slice_shape_error(const TopologySpec& topology, const
 // `shape` padded with 1s to the topology's number of dimensions.
 SliceShape normalized_slice(const TopologySpec& topology, const SliceShape& shape);
 
+// JAX devices in `shape`: chips x devices_per_chip (a v3-8, 2x2, has 8). Saturates at the largest long.
+long slice_devices(const TopologySpec& topology, const SliceShape& shape);
+
+// Devices per chip a mesh of `mesh_devices` uses: all of them, except that on a one-chip slice a mesh
+// may use fewer (a divisor of devices_per_chip): a single-device job on a v3-8 (PyTorch/XLA
+// world_size 1, a JAX mesh over jax.devices()[:1]) runs on one TensorCore while the other idles.
+int devices_per_chip_in_use(const TopologySpec& topology, const SliceShape& shape, long mesh_devices);
+
+// The grid of devices a mesh is laid on: the normalized slice, then, when a chip holds several
+// devices, one more dimension of length devices_per_chip (the devices of one chip, whose transfers
+// do not use ICI links). Device index order is chip-major as JAX numbers v2/v3 cores: the devices of
+// a chip are adjacent.
+SliceShape device_grid(const TopologySpec& topology, const SliceShape& shape, int devices_per_chip);
+inline SliceShape device_grid(const TopologySpec& topology, const SliceShape& shape) {
+    return device_grid(topology, shape, topology.chip.devices_per_chip);
+}
+
+// The index of the device grid's intra-chip dimension (= ici.dims), or -1 with one device per chip.
+int intra_chip_dimension(const TopologySpec& topology);
+
 // Whether dimension `dim` of a (normalized) slice has wraparound links.
 bool dimension_wraps(const TopologySpec& topology, const SliceShape& shape, std::size_t dim);
 

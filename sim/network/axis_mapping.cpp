@@ -28,23 +28,27 @@ AxisDimPart take(std::vector<DimState>& dims, int d, int size, const hardware::T
     return part;
 }
 
-// Exact match of `size` by a subset of whole remaining dimensions, largest subsets first.
-bool take_exact(std::vector<DimState>& dims, int size, std::vector<AxisDimPart>& parts,
-                const hardware::TopologySpec& topology, const hardware::SliceShape& slice) {
+// Exact match of `size` by a subset of whole remaining dimensions, largest subsets first; among
+// subsets of one size, those earlier in `order` first.
+bool take_exact(std::vector<DimState>& dims, const std::vector<int>& order, int size,
+                std::vector<AxisDimPart>& parts, const hardware::TopologySpec& topology,
+                const hardware::SliceShape& slice) {
     const int n = static_cast<int>(dims.size());
     for (int count = n; count >= 1; --count) {
         for (unsigned mask = 1; mask < (1u << n); ++mask) {
             if (std::popcount(mask) != count) continue;
             long product = 1;
             bool all_free = true;
-            for (int d = 0; d < n; ++d) {
-                if (!(mask & (1u << d))) continue;
-                if (dims[static_cast<std::size_t>(d)].available <= 1) all_free = false;
-                product *= dims[static_cast<std::size_t>(d)].available;
+            for (int i = 0; i < n; ++i) {
+                if (!(mask & (1u << i))) continue;
+                const auto& dim = dims[static_cast<std::size_t>(order[static_cast<std::size_t>(i)])];
+                if (dim.available <= 1) all_free = false;
+                product *= dim.available;
             }
             if (!all_free || product != size) continue;
-            for (int d = 0; d < n; ++d) {
-                if (mask & (1u << d)) {
+            for (int i = 0; i < n; ++i) {
+                if (mask & (1u << i)) {
+                    const int d = order[static_cast<std::size_t>(i)];
                     parts.push_back(
                         take(dims, d, dims[static_cast<std::size_t>(d)].available, topology, slice));
                 }
@@ -61,11 +65,27 @@ std::variant<std::vector<AxisMapping>, std::string> map_mesh_axes(const hardware
                                                                   const hardware::SliceShape& slice,
                                                                   const MeshSpec& mesh) {
     hardware::SliceShape shape = hardware::normalized_slice(topology, slice);
+    const hardware::SliceShape grid = hardware::device_grid(
+        topology, slice, hardware::devices_per_chip_in_use(topology, slice, mesh.ici_size()));
     std::vector<DimState> dims;
-    for (int length : shape.dims) dims.push_back(DimState{length, length, 1});
-    if (mesh.ici_size() != shape.chips()) {
+    for (int length : grid.dims) dims.push_back(DimState{length, length, 1});
+    if (mesh.ici_size() != grid.chips()) {
+        if (topology.chip.devices_per_chip > 1) {
+            return fmt::format("mesh {} has {} devices but slice {} has {} ({} chips x {} devices per chip)",
+                               mesh.to_string(), mesh.ici_size(), slice.to_string(),
+                               hardware::slice_devices(topology, slice), shape.chips(),
+                               topology.chip.devices_per_chip);
+        }
         return fmt::format("mesh {} has {} devices but slice {} has {} chips", mesh.to_string(),
                            mesh.ici_size(), slice.to_string(), shape.chips());
+    }
+    // The most local axes go on a chip's own devices first, as JAX's device order on v2/v3 puts the
+    // two cores of a chip next to each other (mesh_utils: _TRAY_RING_ORDER).
+    std::vector<int> order;
+    const int intra = hardware::intra_chip_dimension(topology);
+    if (intra >= 0) order.push_back(intra);
+    for (int d = 0; d < static_cast<int>(dims.size()); ++d) {
+        if (d != intra) order.push_back(d);
     }
 
     std::vector<AxisMapping> result(mesh.ici.size());
@@ -101,13 +121,14 @@ std::variant<std::vector<AxisMapping>, std::string> map_mesh_axes(const hardware
     for (std::size_t r = mesh.ici.size(); r-- > 0;) {
         const MeshAxis& axis = mesh.ici[r];
         if (mesh.mapping.count(axis.name) || axis.size == 1) continue;
-        if (take_exact(dims, axis.size, result[r].parts, topology, shape)) continue;
-        // Split dimensions: take common factors, lowest dimension first.
+        if (take_exact(dims, order, axis.size, result[r].parts, topology, shape)) continue;
+        // Split dimensions: take common factors, the chip's devices, then lowest dimension first.
         int remaining = axis.size;
-        for (std::size_t d = 0; d < dims.size() && remaining > 1; ++d) {
-            int g = std::gcd(remaining, dims[d].available);
+        for (std::size_t i = 0; i < order.size() && remaining > 1; ++i) {
+            const int d = order[i];
+            int g = std::gcd(remaining, dims[static_cast<std::size_t>(d)].available);
             if (g <= 1) continue;
-            result[r].parts.push_back(take(dims, static_cast<int>(d), g, topology, shape));
+            result[r].parts.push_back(take(dims, d, g, topology, shape));
             remaining /= g;
         }
         if (remaining != 1) {

@@ -16,6 +16,15 @@ struct Torus::Graph {
         g;
 };
 
+std::vector<double> effective_link_bandwidth(const Torus& torus, double ici_link_efficiency) {
+    std::vector<double> out;
+    out.reserve(torus.links().size());
+    for (const auto& link : torus.links()) {
+        out.push_back(link.intra_chip ? link.bandwidth : link.bandwidth * ici_link_efficiency);
+    }
+    return out;
+}
+
 bool twistable(const hardware::SliceShape& slice) {
     std::vector<int> d = slice.dims;
     if (d.size() != 3) return false;
@@ -27,13 +36,15 @@ bool twistable(const hardware::SliceShape& slice) {
 
 Torus::Torus(const hardware::TopologySpec& topology, const hardware::SliceShape& slice, bool twisted)
     : graph_(std::make_unique<Graph>()) {
-    hardware::SliceShape s = hardware::normalized_slice(topology, slice);
+    const hardware::SliceShape chips_shape = hardware::normalized_slice(topology, slice);
+    hardware::SliceShape s = hardware::device_grid(topology, slice);
     shape_ = s.dims;
+    intra_chip_dim_ = hardware::intra_chip_dimension(topology);
     const int dims = static_cast<int>(shape_.size());
     for (int d = 0; d < dims; ++d) {
-        wraps_.push_back(hardware::dimension_wraps(topology, s, static_cast<std::size_t>(d)));
+        wraps_.push_back(hardware::dimension_wraps(topology, chips_shape, static_cast<std::size_t>(d)));
     }
-    twisted_ = twisted && topology.ici.twisted_torus && twistable(s);
+    twisted_ = twisted && topology.ici.twisted_torus && twistable(chips_shape);
     const int chips = static_cast<int>(s.chips());
     coords_.resize(static_cast<std::size_t>(chips));
     for (int c = 0; c < chips; ++c) {
@@ -46,7 +57,8 @@ Torus::Torus(const hardware::TopologySpec& topology, const hardware::SliceShape&
         coords_[static_cast<std::size_t>(c)] = coord;
         boost::add_vertex(graph_->g);
     }
-    int longest = static_cast<int>(std::max_element(shape_.begin(), shape_.end()) - shape_.begin());
+    const auto chip_dims_end = shape_.begin() + static_cast<long>(chips_shape.dims.size());
+    int longest = static_cast<int>(std::max_element(shape_.begin(), chip_dims_end) - shape_.begin());
     link_index_.assign(static_cast<std::size_t>(chips * dims * 2), -1);
     for (int c = 0; c < chips; ++c) {
         for (int d = 0; d < dims; ++d) {
@@ -58,14 +70,19 @@ Torus::Torus(const hardware::TopologySpec& topology, const hardware::SliceShape&
                 bool wrap = position < 0 || position >= length;
                 if (wrap && !wraps_[static_cast<std::size_t>(d)]) continue;
                 next[static_cast<std::size_t>(d)] = (position + length) % length;
-                if (wrap && twisted_ && d != longest) {
+                if (wrap && twisted_ && d != longest && d != intra_chip_dim_) {
                     // Twisted wraparound: shift half-way along the longest dimension.
                     auto& along = next[static_cast<std::size_t>(longest)];
                     along = (along + direction * shape_[static_cast<std::size_t>(longest)] / 2 +
                              shape_[static_cast<std::size_t>(longest)]) %
                             shape_[static_cast<std::size_t>(longest)];
                 }
-                Link link{c, chip_at(next), d, direction, wrap, topology.ici.link_bandwidth};
+                const bool intra_chip = d == intra_chip_dim_;
+                Link link{
+                    c,         chip_at(next),
+                    d,         direction,
+                    wrap,      intra_chip ? topology.chip.intra_chip_bandwidth : topology.ici.link_bandwidth,
+                    intra_chip};
                 int id = static_cast<int>(links_.size());
                 links_.push_back(link);
                 link_index_[static_cast<std::size_t>((c * dims + d) * 2 + (direction > 0 ? 1 : 0))] = id;

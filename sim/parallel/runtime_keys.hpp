@@ -8,7 +8,7 @@
 namespace podsim::parallel {
 
 // In the order of Framework.
-inline constexpr std::array<std::string_view, 2> kFrameworkNames = {"jax", "pytorch-xla"};
+inline constexpr std::array<std::string_view, 3> kFrameworkNames = {"jax", "pytorch-xla", "pytorch-xla-spmd"};
 // runtime.host_init: full = every process builds the whole model in host RAM.
 inline constexpr std::array<std::string_view, 2> kHostInitNames = {"full", "sharded"};
 
@@ -22,10 +22,12 @@ inline constexpr core::Key kRuntimeKeys[] = {
      .kind = KeyKind::choice,
      .choices = kFrameworkNames,
      .default_string = "jax",
-     .help = "default overlap and host behaviour"},
+     .help = "default overlap and host behaviour: jax; pytorch-xla (one process per chip, collectives issued "
+             "by the framework, e.g. FSDP); pytorch-xla-spmd (one process per host, GSPMD partitions the "
+             "graph, as JAX)"},
     {.path = "runtime.async_collectives",
      .kind = KeyKind::boolean,
-     .default_note = "jax: true, pytorch-xla: false",
+     .default_note = "jax and pytorch-xla-spmd: true, pytorch-xla: false",
      .help = "collectives overlap compute (start/done pairs) or block it"},
     {.path = "runtime.host_overhead",
      .kind = KeyKind::quantity,
@@ -51,7 +53,7 @@ inline constexpr core::Key kRuntimeKeys[] = {
     {.path = "runtime.host_init",
      .kind = KeyKind::choice,
      .choices = kHostInitNames,
-     .default_note = "pytorch-xla: full, jax: sharded",
+     .default_note = "pytorch-xla and pytorch-xla-spmd: full, jax: sharded",
      .help =
          "full: every process builds the whole model in host RAM before sharding; sharded: deferred init"},
     {.path = "runtime.prefetch_depth",

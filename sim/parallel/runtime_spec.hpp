@@ -7,10 +7,18 @@
 
 namespace podsim::parallel {
 
-enum class Framework { jax, pytorch_xla };
-static_assert(kFrameworkNames.size() == static_cast<std::size_t>(Framework::pytorch_xla) + 1);
+// pytorch_xla: multi-process (PJRT, one process per chip; FSDP/DDP issue their own collectives).
+// pytorch_xla_spmd: one process per host; XLA's GSPMD partitioner inserts the collectives
+// (torch_xla.distributed.spmd, `xr.use_spmd()`).
+enum class Framework { jax, pytorch_xla, pytorch_xla_spmd };
+static_assert(kFrameworkNames.size() == static_cast<std::size_t>(Framework::pytorch_xla_spmd) + 1);
 
 std::string_view framework_name(Framework framework);
+
+// Both PyTorch/XLA modes trace lazy tensors on the host every step.
+constexpr bool is_pytorch_xla(Framework framework) {
+    return framework == Framework::pytorch_xla || framework == Framework::pytorch_xla_spmd;
+}
 
 // How the training framework runs the step on the device (schema podsim.run/v1 `runtime:`).
 struct RuntimeSpec {
@@ -35,23 +43,27 @@ struct RuntimeSpec {
 
     bool operator==(const RuntimeSpec&) const = default;
 
-    // JAX/XLA issues async collective start/done pairs; PyTorch/XLA FSDP as benchmarked on TPU v4
-    // ran them synchronously (PyTorch blog on FSDP GPT-2, 2023).
-    bool async() const { return async_collectives.value_or(framework == Framework::jax); }
+    // JAX/XLA issues async collective start/done pairs, and so does PyTorch/XLA SPMD, whose
+    // collectives the same GSPMD partitioner and latency-hiding scheduler place (PyTorch/XLA SPMD user
+    // guide); PyTorch/XLA FSDP as benchmarked on TPU v4 ran them synchronously (PyTorch blog on FSDP
+    // GPT-2, 2023).
+    bool async() const { return async_collectives.value_or(framework != Framework::pytorch_xla); }
     bool overlaps_collective_matmul() const {
         return collective_matmul.value_or(framework == Framework::jax && async());
     }
     // PyTorch/XLA traces the graph on the host every step before the device runs it (lazy tensors);
     // JAX dispatches asynchronously, so the host runs ahead of the device.
-    bool host_blocks_device() const { return framework == Framework::pytorch_xla; }
-    bool full_model_on_host() const { return host_full_init.value_or(framework == Framework::pytorch_xla); }
+    bool host_blocks_device() const { return is_pytorch_xla(framework); }
+    // PyTorch builds modules on the CPU before moving them to the device: once per process.
+    bool full_model_on_host() const { return host_full_init.value_or(is_pytorch_xla(framework)); }
     // JAX casts each parameter shard to the compute dtype inside the layer, before GSPMD inserts the
     // all-gather the matmul needs (an elementwise convert keeps its operand's sharding), so FSDP
     // gathers move compute-dtype weights and the transposed reduce-scatter compute-dtype gradients
     // (MaxText layers/linears.py: `kernel = jnp.asarray(kernel, self.dtype)`). PyTorch/XLA FSDP
     // gathers the flat parameter shards in their own dtype.
     bool fsdp_collectives_in_compute_dtype() const { return framework == Framework::jax; }
-    // PyTorch/XLA with PJRT runs one process per chip; JAX one per host.
+    // PyTorch/XLA with PJRT runs one process per chip (on v2/v3 with one thread per TensorCore: "4
+    // processes with 2 threads each", PyTorch/XLA PJRT docs); JAX and PyTorch/XLA SPMD one per host.
     bool process_per_chip() const { return framework == Framework::pytorch_xla; }
 };
 

@@ -67,7 +67,9 @@ std::vector<ShardingError> sharding_errors(const workload::ModelSpec& m, const w
         errors.push_back({"mesh.dcn", fmt::format("the DCN axes hold {} slices but slices is {}",
                                                   mesh.dcn_size(), slices)});
     }
-    if (mesh.ici_size() == slice.chips()) {
+    if (mesh.ici_size() == hardware::slice_devices(topology, slice) ||
+        hardware::devices_per_chip_in_use(topology, slice, mesh.ici_size()) <
+            topology.chip.devices_per_chip) {
         auto mapping = network::map_mesh_axes(topology, slice, mesh);
         if (auto* error = std::get_if<std::string>(&mapping)) errors.push_back({"mesh", *error});
     }

@@ -78,7 +78,8 @@ CollectiveRequest collective_request(const CollectiveQuery& q) {
         request.mesh.ici = *axes;
     }
     if (request.mesh.ici.empty())
-        request.mesh.ici.push_back({"all", static_cast<int>(request.slice.chips())});
+        request.mesh.ici.push_back(
+            {"all", static_cast<int>(hardware::slice_devices(request.topology, request.slice))});
     auto kind = collectives::parse_collective(q.op);
     if (!kind) {
         query_error("op",

@@ -82,6 +82,8 @@ RunReport build_report(const ReportInput& in) {
     r.framework = std::string(parallel::framework_name(in.runtime.framework));
     r.async_collectives = in.runtime.async();
     r.chips = in.program.chips;
+    // Devices the mesh uses per chip (a one-chip job may use one of a v3 chip's two).
+    r.devices_per_chip = hardware::devices_per_chip_in_use(in.topology, in.slice, in.mesh.ici_size());
     r.params = workload::count_params(in.model).total;
     r.ops = static_cast<long>(ops.size());
     r.events = in.timeline.events;
@@ -90,7 +92,8 @@ RunReport build_report(const ReportInput& in) {
     r.tokens_per_step =
         static_cast<double>(in.training.global_batch) * in.model.tokens_per_sample(in.training.seq_len);
     r.tokens_per_s = r.step_time_s > 0 ? r.tokens_per_step / r.step_time_s : 0.0;
-    r.peak_flops_per_chip = in.topology.chip.peak_flops_for(in.training.dtype);
+    // Per device (r.chips counts mesh devices): MFU is the same whether counted by chips or devices.
+    r.peak_flops_per_chip = in.topology.chip.device_peak_flops_for(in.training.dtype);
     r.model_flops_per_step = model_flops_per_step(in.model, in.training, in.mfu_attention);
     double executed_per_chip = 0.0;
     for (const auto& op : ops) executed_per_chip += op.flops;

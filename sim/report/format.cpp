@@ -23,10 +23,12 @@ std::string format_table(const RunReport& r) {
                                  : std::string("  -  ");
     };
     out += fmt::format("podsim: {}\n", r.name);
-    out +=
-        fmt::format("  {} on {} slice {}{} ({} chips), mesh {}, {} ({} collectives)\n\n", r.model, r.topology,
-                    r.slice, r.slices > 1 ? fmt::format(" x {} slices", r.slices) : std::string(), r.chips,
-                    r.mesh, r.framework, r.async_collectives ? "async" : "synchronous");
+    const std::string chips = r.devices_per_chip > 1
+                                  ? fmt::format("{} chips, {} devices", r.chips / r.devices_per_chip, r.chips)
+                                  : fmt::format("{} chips", r.chips);
+    out += fmt::format("  {} on {} slice {}{} ({}), mesh {}, {} ({} collectives)\n\n", r.model, r.topology,
+                       r.slice, r.slices > 1 ? fmt::format(" x {} slices", r.slices) : std::string(), chips,
+                       r.mesh, r.framework, r.async_collectives ? "async" : "synchronous");
     line("step time", format_seconds(r.step_time_s));
     line("tokens/s", fmt::format("{:.0f}  ({:.0f} tokens per step)", r.tokens_per_s, r.tokens_per_step));
     line("MFU", fmt::format("{:.1f}%  (convention {})", 100.0 * r.mfu, r.mfu_convention));
@@ -111,7 +113,9 @@ std::string format_json(const RunReport& r) {
     j["mesh"] = r.mesh;
     j["framework"] = r.framework;
     j["async_collectives"] = r.async_collectives;
-    j["chips"] = r.chips;
+    j["chips"] = r.chips / std::max(1, r.devices_per_chip);
+    j["devices"] = r.chips;  // what the mesh counts: chips x devices_per_chip
+    j["devices_per_chip"] = r.devices_per_chip;
     j["params"] = r.params;
     j["step_time_s"] = r.step_time_s;
     j["tokens_per_step"] = r.tokens_per_step;

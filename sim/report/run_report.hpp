@@ -44,7 +44,8 @@ struct RunReport {
     std::string mesh;
     std::string framework;
     bool async_collectives = false;
-    long chips = 0;
+    long chips = 0;  // mesh devices: chips x devices_per_chip (v2/v3: 2 per chip)
+    int devices_per_chip = 1;
     long long params = 0;
 
     double step_time_s = 0.0;

@@ -43,9 +43,7 @@ std::vector<double> run_concurrently(const network::Torus& torus,
                                      const std::vector<collectives::CommPlan>& plans,
                                      double link_efficiency) {
     core::Engine engine;
-    std::vector<double> bandwidth;
-    for (const auto& link : torus.links()) bandwidth.push_back(link.bandwidth * link_efficiency);
-    network::FlowNetwork network(engine, bandwidth);
+    network::FlowNetwork network(engine, network::effective_link_bandwidth(torus, link_efficiency));
     Finish finish;
     finish.done.assign(plans.size(), 0);
     for (std::size_t i = 0; i < plans.size(); ++i) network.start(plans[i].phases, finish, i);
@@ -79,7 +77,8 @@ CollectiveResult run_collective(const CollectiveRequest& r) {
     const double link_bandwidth = r.topology.ici.link_bandwidth * r.calibration.ici_link_efficiency;
 
     core::Engine engine;
-    std::vector<double> bandwidth(torus.links().size(), link_bandwidth);
+    const std::vector<double> bandwidth =
+        network::effective_link_bandwidth(torus, r.calibration.ici_link_efficiency);
     network::FlowNetwork network(engine, bandwidth);
     Finish finish;
     finish.done.assign(1, 0);
@@ -105,16 +104,18 @@ CollectiveResult run_collective(const CollectiveRequest& r) {
         for (int direction : {+1, -1}) {
             LinkUse use{dim, direction, 0, 0.0, 0.0, 0.0};
             double total = 0.0;
+            double dim_bandwidth = link_bandwidth;  // intra-chip links have their own
             for (std::size_t l = 0; l < torus.links().size(); ++l) {
                 const auto& link = torus.links()[l];
                 if (link.dim != dim || link.direction != direction || bytes[l] <= 0.0) continue;
                 ++use.links_used;
                 total += bytes[l];
                 use.max_bytes = std::max(use.max_bytes, bytes[l]);
+                dim_bandwidth = bandwidth[l];
             }
             if (use.links_used == 0 || result.time_s <= 0) continue;
-            use.max_utilization = use.max_bytes / (result.time_s * link_bandwidth);
-            use.mean_utilization = total / use.links_used / (result.time_s * link_bandwidth);
+            use.max_utilization = use.max_bytes / (result.time_s * dim_bandwidth);
+            use.mean_utilization = total / use.links_used / (result.time_s * dim_bandwidth);
             result.links.push_back(use);
         }
     }

@@ -55,9 +55,8 @@ scheduler::NetworkInput plan_network(const RunSpec& spec, Simulation& sim) {
         if (sim.plan_of_op[i] >= 0)
             input.plan_of_op[i] = &sim.plans[static_cast<std::size_t>(sim.plan_of_op[i])];
     }
-    for (const auto& link : sim.torus->links()) {
-        input.link_bandwidth.push_back(link.bandwidth * spec.calibration.ici_link_efficiency);
-    }
+    input.link_bandwidth =
+        network::effective_link_bandwidth(*sim.torus, spec.calibration.ici_link_efficiency);
     return input;
 }
 
@@ -91,12 +90,17 @@ Simulation simulate_with(const RunSpec& spec, const parallel::RuntimeSpec& runti
                             e.what()));
         throw core::UserError(d);
     }
-    sim.memory = memory::profile_memory(sim.program, sim.timeline, spec.topology.chip.hbm_capacity);
+    sim.memory = memory::profile_memory(sim.program, sim.timeline, spec.topology.chip.device_hbm_capacity());
     memory::HostMemoryInput host_in;
     host_in.total_params = static_cast<double>(workload::count_params(spec.model).total);
     host_in.param_bytes = static_cast<double>(core::dtype_bytes(spec.training.param_dtype));
-    host_in.params_per_chip_bytes = sim.program.params_bytes;
-    host_in.chips_per_host = spec.topology.host.chips_per_host;
+    host_in.params_per_device_bytes = sim.program.params_bytes;
+    // A slice smaller than a host (a v4-8's 1x1x1 part, a one-core job on a v3-8) runs only its own
+    // chips' and devices' processes there.
+    host_in.chips_per_host =
+        static_cast<int>(std::min<long>(spec.topology.host.chips_per_host, spec.slice.chips()));
+    host_in.devices_per_chip =
+        hardware::devices_per_chip_in_use(spec.topology, spec.slice, spec.mesh.ici_size());
     host_in.process_per_chip = runtime.process_per_chip();
     host_in.full_model_on_host = runtime.full_model_on_host();
     host_in.host_capacity = spec.topology.host.host_memory;

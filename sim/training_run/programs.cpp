@@ -96,7 +96,7 @@ const Program& ProgramLibrary::get(const ProgramKey& key) {
             const double bytes = 2.0 * static_cast<double>(key.accumulated_rows + key.batch) *
                                  plan_.eval.accumulated_bytes_per_sample * plan_.eval.accumulated_tensors;
             p.device_time +=
-                core::from_seconds(bytes / (base_.topology.chip.hbm_bandwidth * cal.hbm_efficiency) +
+                core::from_seconds(bytes / (base_.topology.chip.device_hbm_bandwidth() * cal.hbm_efficiency) +
                                    cal.op_overhead * plan_.eval.accumulated_tensors);
             p.ops += plan_.eval.accumulated_tensors;
         }

@@ -187,7 +187,7 @@ class Builder {
   public:
     Builder(const run::RunSpec& spec, const RunPlan& plan, ProgramLibrary& library)
         : spec_(spec), plan_(plan), library_(library), cal_(spec.calibration) {
-        pytorch_ = spec.runtime.framework == parallel::Framework::pytorch_xla;
+        pytorch_ = parallel::is_pytorch_xla(spec.runtime.framework);
         overlap_ = effective_overlap(plan);
     }
 
@@ -388,7 +388,7 @@ WholeRun simulate_whole_run(const run::RunSpec& spec, const RunPlan& plan) {
     WholeRun w;
     w.name = spec.name;
     w.framework = std::string(parallel::framework_name(spec.runtime.framework));
-    const bool pytorch = spec.runtime.framework == parallel::Framework::pytorch_xla;
+    const bool pytorch = parallel::is_pytorch_xla(spec.runtime.framework);
     w.host_model = spec.runtime.host_overhead ? "constant (runtime.host_overhead)" : "graph size";
     w.overlap = pytorch ? std::string(overlap_name(effective_overlap(plan))) : "";
     {

@@ -73,8 +73,9 @@ std::string format_whole_run(const WholeRun& w) {
                                                format_seconds(metric("TransferFromServerTime").total_s)));
     line("gap between executions", fmt::format("{} steady, {} mean over the run",
                                                format_seconds(w.steady_gap_s), format_seconds(w.mean_gap_s)));
-    out += w.framework == "pytorch-xla" ? "\nPyTorch/XLA metrics (torch_xla.debug.metrics names)\n"
-                                        : "\ncounters (under PyTorch/XLA's metric names, for comparison)\n";
+    out += w.framework.starts_with("pytorch-xla")
+               ? "\nPyTorch/XLA metrics (torch_xla.debug.metrics names)\n"
+               : "\ncounters (under PyTorch/XLA's metric names, for comparison)\n";
     for (const char* name : kMetricOrder) {
         auto m = metric(name);
         out += fmt::format("  {:<24} {:>8} samples  {:>12}\n", name, m.count, format_seconds(m.total_s));

@@ -1,0 +1,137 @@
+#include <doctest/doctest.h>
+
+#include "config/load.hpp"
+#include "network/axis_mapping.hpp"
+#include "network/torus.hpp"
+#include "run/collective_run.hpp"
+#include "run/simulate.hpp"
+#include "support.hpp"
+#include "workload/model_spec.hpp"
+
+using namespace podsim;
+
+namespace {
+hardware::TopologySpec topology(const std::string& name) {
+    return config::load_topology_file(test::source_path("topologies/" + name + ".yaml"));
+}
+hardware::SliceShape slice(const std::string& text) {
+    return *hardware::parse_slice_shape(text);
+}
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+}  // namespace
+
+TEST_CASE("devices per chip: v2/v3 TensorCores are devices, v4/v5p megacore and v5e/v6e are one") {
+    auto v3 = topology("tpu-v3");
+    CHECK(v3.chip.tensorcores_per_chip == 2);
+    CHECK(v3.chip.devices_per_chip == 2);
+    // A v3-8 is 4 chips (2x2) and 8 devices; the grid adds the chip's two devices as a last dimension.
+    CHECK(hardware::slice_devices(v3, slice("2x2")) == 8);
+    CHECK(hardware::device_grid(v3, slice("2x2")).dims == std::vector<int>{2, 2, 2});
+    for (const std::string name : {"tpu-v4", "tpu-v5p"}) {
+        auto t = topology(name);
+        CHECK(t.chip.tensorcores_per_chip == 2);
+        CHECK(t.chip.devices_per_chip == 1);
+        CHECK(hardware::device_grid(t, slice("2x2x2")).dims == std::vector<int>{2, 2, 2});
+    }
+    for (const std::string name : {"tpu-v5e", "tpu-v6e"}) {
+        auto t = topology(name);
+        CHECK(t.chip.tensorcores_per_chip == 1);
+        CHECK(t.chip.devices_per_chip == 1);
+    }
+    // Each device has half the chip: v3 123 TFLOP/s and 32 GiB per chip (Cloud TPU v3 docs).
+    CHECK(v3.chip.device_peak_flops_for(core::DType::bf16) == doctest::Approx(61.5e12));
+    CHECK(v3.chip.device_hbm_capacity() == doctest::Approx(16 * kGiB));
+    CHECK(v3.chip.device_hbm_bandwidth() == doctest::Approx(450e9));
+}
+
+TEST_CASE("meshes count devices: a mesh of 8 on a v3-8, the most local axis on a chip's two cores") {
+    auto v3 = topology("tpu-v3");
+    network::MeshSpec mesh;
+    mesh.ici = {{"data", 4}, {"tensor", 2}};
+    auto result = network::map_mesh_axes(v3, slice("2x2"), mesh);
+    REQUIRE(std::holds_alternative<std::vector<network::AxisMapping>>(result));
+    const auto& m = std::get<std::vector<network::AxisMapping>>(result);
+    // JAX's v2/v3 device order (mesh_utils _TRAY_RING_ORDER reshaped to (4, 2)) pairs the two cores of
+    // each chip on the last axis.
+    REQUIRE(m[1].parts.size() == 1);
+    CHECK(m[1].parts[0].dim == hardware::intra_chip_dimension(v3));
+    CHECK(m[0].parts.size() == 2);
+
+    // 4 devices on 4 chips of 2 devices each is a mismatch, and says why.
+    mesh.ici = {{"data", 4}};
+    auto wrong = network::map_mesh_axes(v3, slice("2x2"), mesh);
+    REQUIRE(std::holds_alternative<std::string>(wrong));
+    CHECK(std::get<std::string>(wrong).find("8 (4 chips x 2 devices per chip)") != std::string::npos);
+
+    // A one-chip job may use one of the chip's devices (PyTorch/XLA world_size 1 on a v3-8).
+    CHECK(hardware::devices_per_chip_in_use(v3, slice("1x1"), 1) == 1);
+    CHECK(hardware::devices_per_chip_in_use(v3, slice("2x2"), 4) == 2);
+}
+
+TEST_CASE("transfers between the two devices of a chip use the intra-chip link, not ICI") {
+    auto v2 = topology("tpu-v2");
+    network::Torus torus(v2, slice("2x2"));
+    int intra = 0;
+    for (const auto& link : torus.links()) {
+        if (!link.intra_chip) continue;
+        ++intra;
+        CHECK(link.dim == 2);
+        CHECK(link.bandwidth == doctest::Approx(60e9));
+    }
+    CHECK(intra == 8);  // 4 chips, one link each way between their two devices
+
+    // The scaling book's v2 reduce-scatter (mesh 4x2 on 8 v2 cores, over the 2-way axis): each device
+    // sends half of 134 MB to the other at 60 GB/s, plus one hop (1 us) and the launch overhead.
+    run::CollectiveRequest r;
+    r.topology = v2;
+    r.slice = slice("2x2");
+    r.mesh.ici = {{"a", 4}, {"b", 2}};
+    r.kind = collectives::CollectiveKind::reduce_scatter;
+    r.axes = {"b"};
+    r.bytes = 134e6;
+    const double expected = 67e6 / 60e9 + 1e-6 + r.calibration.collective_overhead;
+    CHECK(run::run_collective(r).time_s == doctest::Approx(expected).epsilon(0.005));
+    // The ICI efficiency does not apply to the intra-chip link.
+    r.calibration.ici_link_efficiency = 0.5;
+    CHECK(run::run_collective(r).time_s == doctest::Approx(expected).epsilon(0.005));
+}
+
+TEST_CASE("a v3-8 run is 8 devices of half a chip each") {
+    auto spec = test::load_config("tests/validation/vit-cifar-mesh-8x1.yaml");
+    auto report = run::simulate(spec).report;
+    CHECK(report.chips == 8);
+    CHECK(report.devices_per_chip == 2);
+    CHECK(report.peak_flops_per_chip == doctest::Approx(123e12 / 2));
+    CHECK(report.memory.capacity_bytes == doctest::Approx(16 * kGiB));
+    // MFU is the same counted by chips or by devices: 8 x 61.5 = 4 x 123 TFLOP/s.
+    CHECK(report.mfu == doctest::Approx(report.model_flops_per_step / (report.step_time_s * 4 * 123e12)));
+}
+
+TEST_CASE("PyTorch/XLA SPMD: one process per host, GSPMD's async collectives, lazy tracing") {
+    parallel::RuntimeSpec spmd;
+    spmd.framework = parallel::Framework::pytorch_xla_spmd;
+    CHECK(spmd.async());
+    CHECK(spmd.host_blocks_device());
+    CHECK_FALSE(spmd.process_per_chip());
+    CHECK(spmd.full_model_on_host());
+    parallel::RuntimeSpec multi;
+    multi.framework = parallel::Framework::pytorch_xla;
+    CHECK_FALSE(multi.async());
+    CHECK(multi.process_per_chip());
+}
+
+TEST_CASE("Llama-2-70B fsdp 32 x tensor 4 on v4-256 fits host RAM under SPMD, not multi-process") {
+    auto spec = test::load_config("configs/llama2-70b-fsdp-tp-v4-256-spmd.yaml");
+    const double params = static_cast<double>(workload::count_params(spec.model).total);
+    auto spmd = run::simulate(spec).report;
+    // One process per host builds the model once, in fp32: 69.0B x 4 bytes = 257 GiB of 372.5 GiB.
+    CHECK(spmd.host_peak_bytes == doctest::Approx(params * 4));
+    CHECK(spmd.host_peak_bytes / kGiB == doctest::Approx(256.96).epsilon(0.001));
+    CHECK(spmd.host_fits);
+    CHECK(spmd.memory.fits);
+    // The same run as multi-process PyTorch/XLA: 4 processes per host, 4 copies (issue 10: 1027.83 GiB).
+    spec.runtime.framework = parallel::Framework::pytorch_xla;
+    auto multi = run::simulate(spec).report;
+    CHECK(multi.host_peak_bytes / kGiB == doctest::Approx(1027.83).epsilon(0.001));
+    CHECK_FALSE(multi.host_fits);
+}
