@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <map>
+#include <set>
 #include <tuple>
 
 #include <fmt/format.h>
@@ -121,6 +122,35 @@ Simulation simulate_with(const RunSpec& spec, const parallel::RuntimeSpec& runti
     return sim;
 }
 
+// False when the step cannot fit in `capacity_bytes` whatever the prefetch depth, so that lowering
+// it cannot help. Any schedule holds, when the last forward compute op of a microbatch starts, the
+// parameters, gradients and optimizer state and every forward output of that microbatch kept in HBM
+// for the backward (memory/memory_profile.cpp: a kept output is live from its op's start until its
+// layer's backward ends, and the backward of every layer starts after the last forward op); the
+// profile's peak is at least that sum, and none of it depends on the prefetch depth.
+bool no_prefetch_can_fit(const parallel::DeviceProgram& program, double capacity_bytes) {
+    const double fixed = program.params_bytes + program.grads_bytes + program.optimizer_bytes;
+    auto is_compute = [](const parallel::DeviceOp& op) {
+        return op.category == parallel::OpCategory::matmul || op.category == parallel::OpCategory::fusion;
+    };
+    // Outputs whose layer has no backward op are freed when their op ends: not counted.
+    std::set<std::pair<int, int>> has_backward;  // (layer, microbatch)
+    for (const auto& op : program.ops) {
+        if (is_compute(op) && op.phase != workload::Phase::forward && op.phase != workload::Phase::optimizer)
+            has_backward.insert({op.layer, op.microbatch});
+    }
+    std::map<int, double> kept;  // microbatch -> bytes
+    for (const auto& op : program.ops) {
+        if (is_compute(op) && op.phase == workload::Phase::forward && op.kept_for_backward && !op.offloaded &&
+            has_backward.count({op.layer, op.microbatch}) > 0)
+            kept[op.microbatch] += op.output_bytes;
+    }
+    double least_peak = fixed;
+    for (const auto& [microbatch, bytes] : kept) least_peak = std::max(least_peak, fixed + bytes);
+    // The profile adds the same terms in another order: a relative margin covers the rounding.
+    return least_peak * (1.0 - 1e-9) <= capacity_bytes;
+}
+
 }  // namespace
 
 Simulation simulate(const RunSpec& spec, SimulationCache& cache, SimulateOptions options) {
@@ -138,6 +168,9 @@ Simulation simulate(const RunSpec& spec, SimulationCache& cache, SimulateOptions
     // gathered weights would not fit in HBM, it issues the all-gathers later. podsim lowers the
     // prefetch depth until the step fits, and reports the depth used; the gathers it no longer
     // hides show up as exposed communication.
+    // No depth can fit when what every schedule holds already does not: see no_prefetch_can_fit.
+    if (!sim.memory.fits && !options.exact && !no_prefetch_can_fit(sim.program, sim.memory.capacity_bytes))
+        return sim;
     for (int depth = sim.report.prefetch_depth - 1; !sim.memory.fits && depth >= 0; --depth) {
         parallel::RuntimeSpec runtime = spec.runtime;
         runtime.prefetch_depth = depth;
