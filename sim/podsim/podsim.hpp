@@ -35,6 +35,7 @@ using Diagnostic = core::Diagnostic;
 
 using RunSpec = run::RunSpec;
 using Simulation = run::Simulation;
+using SimulateOptions = run::SimulateOptions;
 using RunReport = report::RunReport;
 using Override = config::Override;
 
@@ -57,8 +58,9 @@ std::optional<std::filesystem::path> default_config_path();
 
 // ------------------------------------------------------------------ simulating
 
-// One training step of `spec`: every pipeline stage's output, the report among them.
-Simulation simulate(const RunSpec& spec);
+// One training step of `spec`: every pipeline stage's output, the report among them. With
+// `options.exact` every collective's flows are replayed (the oracle of the fast paths).
+Simulation simulate(const RunSpec& spec, SimulateOptions options = {});
 
 // The report as `podsim run --format json` writes it (schema podsim.report/v1) and as the table.
 std::string report_json(const RunReport& report);
