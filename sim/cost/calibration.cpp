@@ -48,12 +48,14 @@ const std::vector<CalibrationParameter>& calibration_parameters() {
          "host time per step under PyTorch/XLA: lazy-tensor tracing and graph hashing before the device runs",
          "assumption: tens of ms per step for transformer graphs of a few thousand ops (PyTorch/XLA "
          "troubleshooting guide, 'tracing overhead'); calibrate with a metrics report"},
-        {"ici_link_efficiency", ParameterUnit::fraction, &Calibration::ici_link_efficiency, 0.921, 0.3, 1.0,
+        {"ici_link_efficiency", ParameterUnit::fraction, &Calibration::ici_link_efficiency, 0.832, 0.3, 1.0,
          "fraction of the topology's one-way link bandwidth that bandwidth-bound collectives reach",
-         "calibrated on cases v2-reducescatter-1hop and v5e-allgather-y4-34MB, the two bandwidth-bound "
-         "measured collectives, by least squares on relative error: +7.9% and -9.4%. Fitted on either alone "
-         "the other misses: 0.994 from v2 leaves v5e at -16%, 0.834 from v5e puts v2 at +19%; the two "
-         "generations reach different fractions of their nominal links, which one factor cannot express"},
+         "calibrated on case v5e-allgather-y4-34MB, the one bandwidth-bound measured collective over ICI "
+         "links (solving its time for the factor: 0.832, error +0.0%). The scaling book's v2 reduce-scatter "
+         "(0.921 was a fit over both) runs between the two TensorCores of one v2 chip "
+         "(devices per chip, docs/model.md), so it measures chip.intra_chip_bandwidth instead; one "
+         "generation "
+         "cannot say whether other generations reach the same fraction of their links"},
         {"ici_hop_latency_factor", ParameterUnit::factor, &Calibration::ici_hop_latency_factor, 1.0, 0.0,
          20.0, "multiplies the topology's per-hop ICI latency (latency-bound collectives)",
          "1.0: the topology files give each generation's hop latency with its source"},
