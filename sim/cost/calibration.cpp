@@ -8,7 +8,10 @@ namespace podsim::cost {
 const std::vector<CalibrationParameter>& calibration_parameters() {
     static const std::vector<CalibrationParameter> params = {
         {"mxu_efficiency_jax", ParameterUnit::fraction, &Calibration::mxu_efficiency_jax, 0.741, 0.05, 1.0,
-         "fraction of peak FLOP/s that a large, tile-aligned matmul fusion reaches under JAX/XLA",
+         "fraction of peak FLOP/s that a large, tile-aligned matmul fusion reaches in a GSPMD-partitioned "
+         "XLA "
+         "program: JAX, and PyTorch/XLA SPMD (assumption: the same partitioner and compiler; no SPMD step "
+         "time in the suite)",
          "calibrated on cases maxtext-22b-fsdp-v4-128, V5E-16b-1x-v5e-256, V5P-32b-1x-v5p-128 and "
          "V5P-512b-1x-v5p-1024 (MaxText READMEs: v4, v5e and v5p, 22B to 512B) by least squares (podsim "
          "calibrate --suite DIR --params mxu_efficiency_jax over those four cases, +/- 0.010): "
@@ -16,7 +19,8 @@ const std::vector<CalibrationParameter>& calibration_parameters() {
          "validate). The PaLM case stays "
          "held out"},
         {"mxu_efficiency_pytorch_xla", ParameterUnit::fraction, &Calibration::mxu_efficiency_pytorch_xla,
-         0.635, 0.05, 1.0, "fraction of peak FLOP/s that a large matmul fusion reaches under PyTorch/XLA",
+         0.635, 0.05, 1.0,
+         "fraction of peak FLOP/s that a large matmul fusion reaches under multi-process PyTorch/XLA",
          "calibrated on cases gpt2-2b-fsdp-v4-8 and gpt2-20b-fsdp-v4-128, the two rows of the PyTorch/XLA "
          "FSDP blog (2023, Table 1), by least squares (podsim calibrate --suite tests/validation --params "
          "mxu_efficiency_pytorch_xla): -9% and +8%. Fitted on either row alone the other misses by 15-19%: "
@@ -136,7 +140,9 @@ Calibration Calibration::defaults() {
 }
 
 double Calibration::mxu_efficiency(parallel::Framework framework) const {
-    return parallel::is_pytorch_xla(framework) ? mxu_efficiency_pytorch_xla : mxu_efficiency_jax;
+    // The matmul efficiency belongs to the compiled program: PyTorch/XLA SPMD compiles a GSPMD-
+    // partitioned XLA graph as JAX does, multi-process PyTorch/XLA its own per-chip graphs.
+    return framework == parallel::Framework::pytorch_xla ? mxu_efficiency_pytorch_xla : mxu_efficiency_jax;
 }
 
 double Calibration::mxu_shape_factor(MatmulShapeClass shape_class) const {

@@ -1,6 +1,7 @@
 #include <doctest/doctest.h>
 
 #include "config/load.hpp"
+#include "cost/calibration.hpp"
 #include "network/axis_mapping.hpp"
 #include "network/torus.hpp"
 #include "run/collective_run.hpp"
@@ -118,6 +119,11 @@ TEST_CASE("PyTorch/XLA SPMD: one process per host, GSPMD's async collectives, la
     multi.framework = parallel::Framework::pytorch_xla;
     CHECK_FALSE(multi.async());
     CHECK(multi.process_per_chip());
+    // Matmul efficiency follows the compiled program: SPMD's GSPMD-partitioned graph as JAX's.
+    const auto cal = cost::Calibration::defaults();
+    CHECK(cal.mxu_efficiency(parallel::Framework::pytorch_xla_spmd) == cal.mxu_efficiency_jax);
+    CHECK(cal.mxu_efficiency(parallel::Framework::pytorch_xla) == cal.mxu_efficiency_pytorch_xla);
+    CHECK(cal.host_overhead(parallel::Framework::pytorch_xla_spmd) == cal.host_overhead_pytorch_xla);
 }
 
 TEST_CASE("Llama-2-70B fsdp 32 x tensor 4 on v4-256 fits host RAM under SPMD, not multi-process") {
