@@ -64,15 +64,20 @@ int command_collective(const CollectiveOptions& o) {
         if (o.format == "json") {
             std::cout << podsim::collective_json(request, r);
         } else {
-            const char* names = "xyzw";
+            // Torus dimensions by letter; the devices of one chip (v2/v3) as "core".
+            const int intra_chip = hardware::intra_chip_dimension(request.topology);
+            auto dim_name = [&](int dim) {
+                return dim == intra_chip ? std::string("core") : std::string(1, "xyzw"[dim]);
+            };
             std::string placement;
             for (const auto& p : r.parts) {
-                placement += fmt::format(" {}:{}{}{}", names[p.dim], p.size,
+                placement += fmt::format(" {}:{}{}{}", dim_name(p.dim), p.size,
                                          p.stride > 1 ? fmt::format("/stride {}", p.stride) : "",
                                          p.wraps ? " ring" : " line");
             }
-            std::cout << fmt::format("{} of {} over {} ({} chips:{}) on {} {}\n", o.op,
+            std::cout << fmt::format("{} of {} over {} ({} {}:{}) on {} {}\n", o.op,
                                      core::format_bytes(bytes), fmt::join(request.axes, ","), r.group_size,
+                                     request.topology.chip.devices_per_chip > 1 ? "devices" : "chips",
                                      placement, request.topology.name, request.slice.to_string());
             std::cout << fmt::format("  time                 {}  (closed form {})\n",
                                      core::format_seconds(r.time_s), core::format_seconds(r.closed_form_s));
@@ -84,7 +89,7 @@ int command_collective(const CollectiveOptions& o) {
             for (const auto& l : r.links) {
                 std::cout << fmt::format(
                     "    {}{}  {:>3} links  busiest {:5.1f}%  mean {:5.1f}%  ({} on the busiest)\n",
-                    names[l.dim], l.direction > 0 ? "+" : "-", l.links_used, 100 * l.max_utilization,
+                    dim_name(l.dim), l.direction > 0 ? "+" : "-", l.links_used, 100 * l.max_utilization,
                     100 * l.mean_utilization, core::format_bytes(l.max_bytes));
             }
         }

@@ -25,12 +25,16 @@ struct RunOptions {
 std::string dump_mapping(const run::Simulation& sim) {
     std::string out =
         "mesh axis -> torus dimensions (size, stride, ring or line) and the chips of each group\n";
-    const char* names = "xyzw";
+    // Torus dimensions by letter; the devices of one chip (v2/v3) as "core", last in a coordinate.
+    const int intra_chip = sim.torus ? sim.torus->intra_chip_dimension() : -1;
+    auto dim_name = [&](int dim) {
+        return dim == intra_chip ? std::string("core") : std::string(1, "xyzw"[dim]);
+    };
     for (const auto& axis : sim.mapping) {
         out += fmt::format("  {:<8} size {:<5}", axis.axis, axis.size);
         for (const auto& p : axis.parts) {
-            out +=
-                fmt::format(" {}:{} stride {} {}", names[p.dim], p.size, p.stride, p.wraps ? "ring" : "line");
+            out += fmt::format(" {}:{} stride {} {}", dim_name(p.dim), p.size, p.stride,
+                               p.wraps ? "ring" : "line");
         }
         out += "\n";
         if (!sim.torus) continue;
