@@ -1,10 +1,15 @@
 // `make bench`: how fast podsim itself is. Wall-clock figures, medians over repeated runs; README
 // records the latest with the machine they were measured on.
+#include <fcntl.h>
+#include <spawn.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -86,6 +91,38 @@ long peak_rss_kib() {
     return usage.ru_maxrss;
 }
 
+// Peak resident memory (KiB) of one `podsim sweep` process over the first `limit` configs.
+long sweep_process_rss_kib(const std::string& file, std::size_t limit) {
+    const std::string out = fmt::format("/tmp/podsim-bench-rss-{}", ::getpid());
+    std::vector<std::string> args = {PODSIM_BINARY, "sweep", file,      "--no-progress",
+                                     "--jobs",      "2",     "--limit", std::to_string(limit),
+                                     "--out",       out};
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
+    pid_t pid = 0;
+    if (posix_spawn(&pid, PODSIM_BINARY, &actions, nullptr, argv.data(), environ) != 0) return -1;
+    posix_spawn_file_actions_destroy(&actions);
+    int status = 0;
+    rusage usage{};
+    wait4(pid, &status, 0, &usage);
+    std::filesystem::remove_all(out);
+    return usage.ru_maxrss;
+}
+
+void bench_rss() {
+    const std::string file = std::string(PODSIM_SOURCE_DIR) + "/bench/sweeps/rss-100k.yaml";
+    const long small = sweep_process_rss_kib(file, 1000);
+    const long large = sweep_process_rss_kib(file, 100000);
+    fmt::print(
+        "sweep process peak RSS: {:.1f} MiB after 1,000 configs, {:.1f} MiB after 100,000 ({:+.1f}%)\n",
+        static_cast<double>(small) / 1024.0, static_cast<double>(large) / 1024.0,
+        100.0 * (static_cast<double>(large) / static_cast<double>(small) - 1.0));
+}
+
 }  // namespace
 
 int main() {
@@ -104,5 +141,6 @@ int main() {
     bench_sweep("GPT-3 175B on v4, 128 to 4096 chips", "configs/sweeps/gpt3-175b-v4.yaml");
     fmt::print("\npeak resident memory of this process: {:.0f} MiB\n",
                static_cast<double>(peak_rss_kib()) / 1024.0);
+    bench_rss();
     return 0;
 }

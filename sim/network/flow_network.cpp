@@ -17,13 +17,19 @@ constexpr double kBytesEpsilon = 1e-3;
 
 }  // namespace
 
+FlowNetwork::Scratch::Scratch(std::size_t links)
+    : capacity(links), unfixed_on_link(links, 0), first_flow(links), next_flow(links) {}
+
 FlowNetwork::FlowNetwork(core::Engine& engine, std::vector<double> link_bandwidth)
-    : engine_(engine), bandwidth_(std::move(link_bandwidth)), link_bytes_(bandwidth_.size(), 0.0) {
-    capacity_.resize(bandwidth_.size());
-    unfixed_on_link_.resize(bandwidth_.size());
-    first_flow_.resize(bandwidth_.size());
-    next_flow_.resize(bandwidth_.size());
-}
+    : engine_(engine),
+      owned_bandwidth_(std::move(link_bandwidth)),
+      bandwidth_(&owned_bandwidth_),
+      owned_scratch_(std::make_unique<Scratch>(owned_bandwidth_.size())),
+      scratch_(owned_scratch_.get()),
+      link_bytes_(owned_bandwidth_.size(), 0.0) {}
+
+FlowNetwork::FlowNetwork(core::Engine& engine, const std::vector<double>& link_bandwidth, Scratch& scratch)
+    : engine_(engine), bandwidth_(&link_bandwidth), scratch_(&scratch) {}
 
 void FlowNetwork::start(const std::vector<FlowPhase>& phases, TransferListener& listener, std::uint64_t tag) {
     int slot;
@@ -55,6 +61,7 @@ void FlowNetwork::inject_flows(int slot) {
     Transfer& t = transfers_[static_cast<std::size_t>(slot)];
     const FlowPhase& phase = (*t.phases)[t.phase];
     advance_to(engine_.now());
+    if (link_bytes_.empty()) link_bytes_.assign(bandwidth_->size(), 0.0);
     t.flows_left = 0;
     for (const Flow& flow : phase.flows) {
         if (flow.bytes <= kBytesEpsilon || flow.links.empty()) continue;
@@ -89,14 +96,19 @@ void FlowNetwork::reallocate() {
     // Progressive filling: repeatedly find the link with the smallest fair share among the flows
     // not yet fixed, and fix those flows at that share.
     // unfixed_on_link_ is all zeros between calls: only the links of active flows are touched.
-    std::vector<int>& touched = touched_;
+    std::vector<int>& touched = scratch_->touched;
+    auto& capacity_ = scratch_->capacity;
+    auto& unfixed_on_link_ = scratch_->unfixed_on_link;
+    auto& first_flow_ = scratch_->first_flow;
+    auto& next_flow_ = scratch_->next_flow;
+    auto& flows_by_link_ = scratch_->flows_by_link;
     touched.clear();
     for (auto& f : active_) {
         f.rate = -1.0;
         for (int link : f.flow->links) {
             auto l = static_cast<std::size_t>(link);
             if (unfixed_on_link_[l]++ == 0) {
-                capacity_[l] = bandwidth_[l];
+                capacity_[l] = (*bandwidth_)[l];
                 touched.push_back(link);
             }
         }
