@@ -324,7 +324,9 @@ TEST_CASE("a results.csv of an earlier layout resumes and merges") {
           read(whole / "results.csv").substr(0, read(whole / "results.csv").find('\n')));
     for (std::size_t i = 0; i < table.size(); ++i) {
         CAPTURE(i);
-        for (const auto& [column, cell] : table[i]) {
+        for (const auto& entry : table[i]) {  // not a structured binding: CAPTURE is a lambda
+            const std::string& column = entry.first;
+            const std::string& cell = entry.second;
             CAPTURE(column);
             const bool lacking =
                 i < 5 && std::find(old_columns.begin(), old_columns.end(), column) == old_columns.end() &&
