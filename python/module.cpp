@@ -28,6 +28,13 @@ podsim::RunSpec load(const std::string& source, bool is_file, const std::string&
     return is_file ? podsim::load_run(source, overrides) : podsim::load_run_text(source, overrides, name);
 }
 
+// Text from user files as a Python str: invalid UTF-8 becomes U+FFFD (as in the JSON outputs)
+// instead of a UnicodeDecodeError.
+py::str text_of(const std::string& s) {
+    return py::reinterpret_steal<py::str>(
+        PyUnicode_DecodeUTF8(s.data(), static_cast<Py_ssize_t>(s.size()), "replace"));
+}
+
 void translate(std::exception_ptr p) {
     try {
         if (p) std::rethrow_exception(p);
@@ -144,9 +151,9 @@ PYBIND11_MODULE(_podsim, m) {
                 py::dict d;
                 d["index"] = r.index;
                 d["status"] = r.ok ? "ok" : "skipped";
-                d["reason"] = r.reason;
+                d["reason"] = text_of(r.reason);
                 for (std::size_t i = 0; i < parameters.size() && i < r.values.size(); ++i)
-                    d[py::str(parameters[i])] = r.values[i];
+                    d[text_of(parameters[i])] = text_of(r.values[i]);
                 if (r.ok) {
                     // The sweep columns of the report registry (`podsim explain sweep`), typed.
                     const auto fields = podsim::report::sweep_fields();
@@ -155,7 +162,7 @@ PYBIND11_MODULE(_podsim, m) {
                         py::str key(f.name().data(), f.name().size());
                         const double v = r.number(i);
                         if (f.type == podsim::report::FieldType::text) {
-                            d[key] = py::bytes(r.texts[i]).attr("decode")("utf-8", "replace");
+                            d[key] = text_of(r.texts[i]);
                         } else if (std::isnan(v)) {
                             d[key] = py::none();
                         } else if (f.type == podsim::report::FieldType::boolean) {
