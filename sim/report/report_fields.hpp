@@ -13,17 +13,18 @@ namespace podsim::report {
 
 enum class FieldType { integer, real, boolean, text, list };
 
-// One field of the report, declared once (report_fields.cpp): the JSON report writes it at `path`,
-// a sweep writes it as column `column` of results.csv / results.jsonl / the Python row when
-// `in_sweep`, keep and sort expressions name it by either, and `podsim explain report` / `explain
+// One field of the report, declared once (report_fields.cpp): the JSON report writes it at `path`;
+// when it has a `column` name, sweeps write it as that column of results.csv / results.jsonl / the
+// Python row and keep and sort expressions name it by either; `podsim explain report` / `explain
 // sweep` print its unit and meaning.
 struct ReportField {
     std::string_view path;    // in the JSON report, dotted: "memory.peak_bytes"
-    std::string_view column;  // flat name in sweep rows and expressions ("peak_bytes"); "" for none
+    std::string_view column;  // in sweep rows and expressions ("peak_bytes"); "": not a sweep column
     FieldType type = FieldType::real;
-    std::string_view unit;  // SI: s, B, FLOP, FLOP/s, tokens/s; "" for counts of what the name says
+    // SI for amounts (s, B, FLOP, FLOP/s), what a count counts (chips, tokens), or fraction; empty
+    // for text and booleans.
+    std::string_view unit;
     std::string_view meaning;
-    bool in_sweep = false;
     // Numbers and booleans (1 or 0); NaN when the report does not know the value (written as
     // null). Integers are exact up to 2^53.
     double (*number)(const RunReport&) = nullptr;
@@ -32,6 +33,7 @@ struct ReportField {
     bool numeric() const {
         return type == FieldType::integer || type == FieldType::real || type == FieldType::boolean;
     }
+    bool in_sweep() const { return !column.empty(); }
     // The name sweep rows and expressions use: the column, or the path when there is none.
     std::string_view name() const { return column.empty() ? path : column; }
 };
@@ -40,7 +42,7 @@ struct ReportField {
 // (op_stats, matmul_shapes, resources) are entries of type list without accessors.
 std::span<const ReportField> report_fields();
 
-// The fields of a sweep row (in_sweep), in column order.
+// The fields of a sweep row (those with a column), in column order.
 std::span<const ReportField* const> sweep_fields();
 
 // The field named `name` (its column or its JSON path), or null.
