@@ -182,6 +182,7 @@ SweepSummary run_sweep(const config::SweepPlan& plan, const SweepOptions& option
     }
 
     Progress progress(todo.size(), options.progress);
+    JsonlWriter json_lines(params);
     std::size_t produced = 0, written = 0;
     while (written < todo.size()) {
         // Keep the workers fed, within a bounded window ahead of the writer (flat memory).
@@ -216,7 +217,7 @@ SweepSummary run_sweep(const config::SweepPlan& plan, const SweepOptions& option
             ranking.apply_keep(row);
             ranking.add(row);
             if (jsonl.is_open()) {
-                jsonl << jsonl_row(row, params);
+                jsonl << json_lines.row(row);
                 jsonl.flush();
                 csv << csv_row(row);
                 csv.flush();

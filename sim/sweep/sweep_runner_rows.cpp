@@ -176,30 +176,52 @@ std::optional<Row> parse_csv_row(const std::string& line, const CsvLayout& layou
     return r;
 }
 
-std::string jsonl_row(const Row& r, const std::vector<std::string>& params) {
-    // Built in place in a reserved object: growing it key by key was most of a row's time.
-    nlohmann::ordered_json j = nlohmann::ordered_json::object();
-    auto& row = j.get_ref<nlohmann::ordered_json::object_t&>();
+JsonlWriter::JsonlWriter(const std::vector<std::string>& params) : params_(params) {
+    // The object of a simulated row, keys in place; each row only assigns the values.
+    auto& row = template_.get_ref<nlohmann::ordered_json::object_t&>();
     const auto fields = report::sweep_fields();
-    row.reserve(fields.size() + 5);
-    row.emplace("index", r.index);
-    row.emplace("status", r.ok ? "ok" : "skipped");
-    if (!r.ok) row.emplace("reason", r.reason);
+    row.reserve(fields.size() + 4);
+    row.emplace("index", 0);
+    row.emplace("status", "ok");
     auto& parameters = row.emplace("parameters", nlohmann::ordered_json::object()).first->second;
-    for (std::size_t i = 0; i < params.size() && i < r.values.size(); ++i)
-        parameters.emplace(params[i], r.values[i]);
-    if (r.ok) {
-        for (std::size_t i = 0; i < fields.size(); ++i) {
-            const auto& f = *fields[i];
-            row.emplace(std::string(f.name()),
-                        f.type == report::FieldType::text
-                            ? nlohmann::ordered_json(i < r.texts.size() ? r.texts[i] : "")
-                            : report::number_json(f.type, r.number(i)));
-        }
-        row.emplace("kept", r.kept);
+    for (const auto& p : params) parameters.emplace(p, "");
+    for (const auto* f : fields) row.emplace(std::string(f->name()), nullptr);
+    row.emplace("kept", false);
+}
+
+std::string JsonlWriter::row(const Row& r) {
+    if (!r.ok) {
+        nlohmann::ordered_json j = {{"index", r.index}, {"status", "skipped"}, {"reason", r.reason}};
+        auto& parameters = j["parameters"] = nlohmann::ordered_json::object();
+        for (std::size_t i = 0; i < params_.size() && i < r.values.size(); ++i)
+            parameters[params_[i]] = r.values[i];
+        return dump(j);
     }
+    auto item = template_.begin();
+    *item++ = r.index;
+    ++item;             // status: ok
+    std::size_t p = 0;  // the template's parameters, by position (a name given twice is there once)
+    for (auto& value : *item++) {
+        value = p < r.values.size() ? r.values[p] : std::string();
+        ++p;
+    }
+    const auto fields = report::sweep_fields();
+    for (std::size_t i = 0; i < fields.size(); ++i, ++item) {
+        *item = fields[i]->type == report::FieldType::text
+                    ? nlohmann::ordered_json(i < r.texts.size() ? r.texts[i] : "")
+                    : report::number_json(fields[i]->type, r.number(i));
+    }
+    *item = r.kept;
+    return dump(template_);
+}
+
+std::string JsonlWriter::dump(const nlohmann::ordered_json& j) {
     // Names and swept values come from user files: invalid UTF-8 becomes U+FFFD, not an exception.
     return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+}
+
+std::string jsonl_row(const Row& r, const std::vector<std::string>& params) {
+    return JsonlWriter(params).row(r);
 }
 
 std::vector<Row> read_results(const fs::path& csv, std::size_t params, bool rewrite_older_layout) {

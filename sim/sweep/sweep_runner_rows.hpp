@@ -10,6 +10,8 @@
 #include <utility>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "sweep/sweep_runner.hpp"
 
 namespace podsim::sweep {
@@ -32,8 +34,19 @@ struct CsvLayout {
 };
 std::optional<Row> parse_csv_row(const std::string& line, const CsvLayout& layout);
 
-// One JSON object per row: index, status, reason (skipped rows), parameters, the sweep fields by
-// column name, kept.
+// results.jsonl: one JSON object per row: index, status, reason (skipped rows), parameters, the
+// sweep fields by column name, kept. The writer of a sweep keeps one object with every key in place
+// and only assigns each row's values (building the object row by row was most of a row's cost).
+class JsonlWriter {
+  public:
+    explicit JsonlWriter(const std::vector<std::string>& params);
+    std::string row(const Row& r);
+
+  private:
+    static std::string dump(const nlohmann::ordered_json& j);
+    std::vector<std::string> params_;
+    nlohmann::ordered_json template_ = nlohmann::ordered_json::object();
+};
 std::string jsonl_row(const Row& r, const std::vector<std::string>& params);
 
 // Reads the complete rows of an earlier run and truncates a half-written last line. With
