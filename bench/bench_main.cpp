@@ -1,9 +1,15 @@
 // `make bench`: how fast podsim itself is. Wall-clock figures, medians over repeated runs; README
 // records the latest with the machine they were measured on.
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -65,18 +71,56 @@ void bench_pod_all_gather() {
                result.plan.phases.size(), "", result.time_s * 1e3);
 }
 
-void bench_sweep() {
-    const std::string file = std::string(PODSIM_SOURCE_DIR) + "/tests/data/sweeps/large.yaml";
+void bench_sweep(const std::string& label, const std::string& relative) {
+    const std::string file = std::string(PODSIM_SOURCE_DIR) + "/" + relative;
     auto plan = podsim::config::SweepPlan::load(file);
     for (int jobs : {1, 2}) {
         podsim::sweep::SweepOptions options;
         options.jobs = jobs;
         options.progress = false;
         auto summary = podsim::sweep::run_sweep(plan, options);
-        fmt::print("{:<44} {:>12} {:>12} {:>9.1f} ms {:>8} {:>9}  {:.0f} configs/s, {} jobs\n",
-                   fmt::format("sweep of {} GPT-2-size configs", plan.size()), "-", "-",
-                   summary.seconds * 1e3, plan.size(), "", summary.configs_per_second, jobs);
+        fmt::print("{:<44} {:>12} {:>12} {:>9.1f} s  {:>8} {:>9}  {:.0f} configs/s, {} jobs ({} simulated)\n",
+                   fmt::format("sweep: {} ({} configs)", label, plan.size()), "-", "-", summary.seconds,
+                   plan.size(), "", summary.configs_per_second, jobs, summary.evaluated);
     }
+}
+
+long peak_rss_kib() {
+    rusage usage{};
+    getrusage(RUSAGE_SELF, &usage);
+    return usage.ru_maxrss;
+}
+
+// Peak resident memory (KiB) of one `podsim sweep` process over the first `limit` configs.
+long sweep_process_rss_kib(const std::string& file, std::size_t limit) {
+    const std::string out = fmt::format("/tmp/podsim-bench-rss-{}", ::getpid());
+    std::vector<std::string> args = {PODSIM_BINARY, "sweep", file,      "--no-progress",
+                                     "--jobs",      "2",     "--limit", std::to_string(limit),
+                                     "--out",       out};
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
+    pid_t pid = 0;
+    if (posix_spawn(&pid, PODSIM_BINARY, &actions, nullptr, argv.data(), environ) != 0) return -1;
+    posix_spawn_file_actions_destroy(&actions);
+    int status = 0;
+    rusage usage{};
+    wait4(pid, &status, 0, &usage);
+    std::filesystem::remove_all(out);
+    return usage.ru_maxrss;
+}
+
+void bench_rss() {
+    const std::string file = std::string(PODSIM_SOURCE_DIR) + "/bench/sweeps/rss-100k.yaml";
+    const long small = sweep_process_rss_kib(file, 1000);
+    const long large = sweep_process_rss_kib(file, 100000);
+    fmt::print(
+        "sweep process peak RSS: {:.1f} MiB after 1,000 configs, {:.1f} MiB after 100,000 ({:+.1f}%)\n",
+        static_cast<double>(small) / 1024.0, static_cast<double>(large) / 1024.0,
+        100.0 * (static_cast<double>(large) / static_cast<double>(small) - 1.0));
 }
 
 }  // namespace
@@ -90,7 +134,13 @@ int main() {
     bench_config("GPT-2 128B FSDP, 4x8x8 (256 chips)", "configs/gpt2-128b-fsdp-v4-512.yaml", 11);
     bench_config("MaxText 22B FSDP, 4x4x4 (64 chips)", "configs/maxtext-22b-fsdp-v4-128.yaml", 11);
     bench_config("PaLM 540B, 2 x 3072 chips (6144)", "configs/palm-540b-2x3072.yaml", 5);
+    bench_config("GPT-3 175B, 16x16x16, data 8 x fsdp 64 x tensor 8, 8 mb",
+                 "bench/configs/gpt3-175b-16x16x16-mb8.yaml", 5);
     bench_pod_all_gather();
-    bench_sweep();
+    bench_sweep("GPT-2 small to 2B, v4-8 to 4x8x8", "tests/data/sweeps/large.yaml");
+    bench_sweep("GPT-3 175B on v4, 128 to 4096 chips", "configs/sweeps/gpt3-175b-v4.yaml");
+    fmt::print("\npeak resident memory of this process: {:.0f} MiB\n",
+               static_cast<double>(peak_rss_kib()) / 1024.0);
+    bench_rss();
     return 0;
 }

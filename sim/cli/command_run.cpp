@@ -19,6 +19,7 @@ namespace {
 struct RunOptions {
     std::string config, format = "table", trace_path, dump, metrics_path;
     std::vector<std::string> sets;
+    bool exact = false;
 };
 
 std::string dump_mapping(const run::Simulation& sim) {
@@ -145,7 +146,7 @@ int command_run(const RunOptions& o) {
     const std::string& trace_path = o.trace_path;
     const std::string& dump = o.dump;
     run::RunSpec spec = load_config(o.config, o.sets);
-    run::Simulation sim = podsim::simulate(spec);
+    run::Simulation sim = podsim::simulate(spec, run::SimulateOptions{.exact = o.exact});
     if (spec.whole_run && dump.empty()) return command_whole_run(o, spec, sim);
     if (dump == "opgraph") {
         std::cout << dump_opgraph(sim);
@@ -181,6 +182,8 @@ Command add_run_command(CLI::App& app) {
         app.add_subcommand("run", "simulate one step of a run config (default: configs/default.yaml)");
     cmd->add_option("config", o->config, "run config (podsim.run/v1); - reads it from standard input");
     add_set_option(cmd, o->sets);
+    cmd->add_flag("--exact", o->exact,
+                  "replay every collective's flows instead of reusing runs alone (same results, slower)");
     cmd->add_option("--format", o->format, "table or json")->check(CLI::IsMember({"table", "json"}));
     cmd->add_option(
         "--trace", o->trace_path,

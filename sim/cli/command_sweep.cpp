@@ -17,7 +17,7 @@ namespace {
 struct SweepCommand {
     std::string file, out, shard, best_config;
     int jobs = 0, shard_count = 0;
-    bool resume = false, no_progress = false, partial = false;
+    bool resume = false, no_progress = false, partial = false, exact = false;
     std::size_t top = 10, limit = 0;
     std::vector<std::string> merge_dirs;
     std::string merge_file, merge_out;
@@ -32,6 +32,7 @@ int command_sweep(const SweepCommand& c) {
     options.top = c.top;
     options.limit = c.limit;
     options.progress = !c.no_progress;
+    options.exact = c.exact;
     sweep::Shard shard = sweep::resolve_shard(c.shard, c.shard_count, sweep::process_environment());
     options.shard_index = shard.index;
     options.shard_count = shard.count;
@@ -83,6 +84,8 @@ Command add_sweep_command(CLI::App& app) {
     cmd->add_option("--top", o->top, "rows in the ranked table (default 10)");
     cmd->add_option("--limit", o->limit, "stop after this many configs");
     cmd->add_flag("--no-progress", o->no_progress, "no progress on stderr");
+    cmd->add_flag("--exact", o->exact,
+                  "simulate every config with the full flow replay (same results, slower)");
     auto* merge = cmd->add_subcommand("merge", "join the results of shards");
     merge->add_option("file", o->merge_file, "the sweep file the shards ran")->required();
     merge->add_option("shards", o->merge_dirs, "shard --out directories")->required();

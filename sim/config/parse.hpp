@@ -48,9 +48,11 @@ cost::Calibration parse_calibration(const YAML::Node& node, const std::string& f
                                     const std::filesystem::path& base_dir, cost::Calibration base,
                                     core::Diagnostics& d);
 RunSpec parse_run(const YAML::Node& root, const std::string& file, const std::filesystem::path& base_dir,
-                  const std::string& path, core::Diagnostics& d, LoadCache* cache = nullptr);
-// For sweeps: a run config tree built in memory.
+                  const std::string& path, core::Diagnostics& d, LoadCache* cache = nullptr,
+                  bool semantic_checks = true);
+// For sweeps: a run config tree built in memory. Without semantic checks only each value's own
+// errors are reported (a sweep value is wrong alone, or only in combination with other axes).
 RunSpec parse_run_node(const YAML::Node& root, const std::string& file, const std::filesystem::path& base_dir,
-                       core::Diagnostics& d, LoadCache* cache);
+                       core::Diagnostics& d, LoadCache* cache, bool semantic_checks = true);
 
 }  // namespace podsim::config

@@ -207,7 +207,8 @@ SweepPlan SweepPlan::load_tree(const YAML::Node& root, const std::string& path, 
                     detail::set_path(tree, axis.paths[p], value);
                     core::Diagnostics alone;
                     try {
-                        (void)parse_run_node(tree, path, impl->base_dir, alone, impl->cache.get());
+                        (void)parse_run_node(tree, path, impl->base_dir, alone, impl->cache.get(),
+                                             /*semantic_checks=*/false);
                     } catch (const core::UserError& e) {
                         alone.append(e.diagnostics());
                     }

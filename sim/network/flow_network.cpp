@@ -21,6 +21,8 @@ FlowNetwork::FlowNetwork(core::Engine& engine, std::vector<double> link_bandwidt
     : engine_(engine), bandwidth_(std::move(link_bandwidth)), link_bytes_(bandwidth_.size(), 0.0) {
     capacity_.resize(bandwidth_.size());
     unfixed_on_link_.resize(bandwidth_.size());
+    first_flow_.resize(bandwidth_.size());
+    next_flow_.resize(bandwidth_.size());
 }
 
 void FlowNetwork::start(const std::vector<FlowPhase>& phases, TransferListener& listener, std::uint64_t tag) {
@@ -86,8 +88,9 @@ void FlowNetwork::advance_to(core::Time now) {
 void FlowNetwork::reallocate() {
     // Progressive filling: repeatedly find the link with the smallest fair share among the flows
     // not yet fixed, and fix those flows at that share.
-    std::fill(unfixed_on_link_.begin(), unfixed_on_link_.end(), 0);
-    std::vector<int> touched;
+    // unfixed_on_link_ is all zeros between calls: only the links of active flows are touched.
+    std::vector<int>& touched = touched_;
+    touched.clear();
     for (auto& f : active_) {
         f.rate = -1.0;
         for (int link : f.flow->links) {
@@ -97,6 +100,20 @@ void FlowNetwork::reallocate() {
                 touched.push_back(link);
             }
         }
+    }
+    // Flows by link (in active_ order, so that flows are fixed in the same order as by a scan of
+    // active_): the bottleneck's flows are found without looking at the others.
+    std::size_t total = 0;
+    for (int link : touched) {
+        auto l = static_cast<std::size_t>(link);
+        first_flow_[l] = total;
+        next_flow_[l] = total;
+        total += static_cast<std::size_t>(unfixed_on_link_[l]);
+    }
+    flows_by_link_.resize(total);
+    for (std::size_t i = 0; i < active_.size(); ++i) {
+        for (int link : active_[i].flow->links)
+            flows_by_link_[next_flow_[static_cast<std::size_t>(link)]++] = i;
     }
     std::size_t unfixed = active_.size();
     while (unfixed > 0) {
@@ -112,10 +129,10 @@ void FlowNetwork::reallocate() {
             }
         }
         PODSIM_ASSERT(bottleneck >= 0, "flows without links");
-        for (auto& f : active_) {
+        const auto b = static_cast<std::size_t>(bottleneck);
+        for (std::size_t k = first_flow_[b]; k < next_flow_[b]; ++k) {
+            auto& f = active_[flows_by_link_[k]];
             if (f.rate >= 0.0) continue;
-            if (std::find(f.flow->links.begin(), f.flow->links.end(), bottleneck) == f.flow->links.end())
-                continue;
             f.rate = best;
             --unfixed;
             for (int link : f.flow->links) {
@@ -125,6 +142,7 @@ void FlowNetwork::reallocate() {
             }
         }
     }
+    for (int link : touched) unfixed_on_link_[static_cast<std::size_t>(link)] = 0;
     // Next arrival.
     double soonest = std::numeric_limits<double>::infinity();
     for (const auto& f : active_) soonest = std::min(soonest, f.remaining / f.rate);

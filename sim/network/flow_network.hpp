@@ -65,6 +65,9 @@ class FlowNetwork final : public core::EventHandler {
     // scratch for reallocate()
     std::vector<double> capacity_;
     std::vector<int> unfixed_on_link_;
+    std::vector<int> touched_;
+    std::vector<std::size_t> first_flow_, next_flow_;  // per link: its range in flows_by_link_
+    std::vector<std::size_t> flows_by_link_;           // indices into active_
 };
 
 }  // namespace podsim::network

@@ -50,8 +50,9 @@ std::optional<fs::path> default_config_path() {
     return config::default_config_path();
 }
 
-Simulation simulate(const RunSpec& spec) {
-    return run::simulate(spec);
+Simulation simulate(const RunSpec& spec, SimulateOptions options) {
+    run::SimulationCache cache;
+    return run::simulate(spec, cache, options);
 }
 
 std::string report_json(const RunReport& report) {

@@ -36,6 +36,7 @@ using Diagnostic = core::Diagnostic;
 
 using RunSpec = run::RunSpec;
 using Simulation = run::Simulation;
+using SimulateOptions = run::SimulateOptions;
 using RunReport = report::RunReport;
 // The report's fields (name, unit, meaning, type, accessor): report::report_fields(), and the
 // columns of sweep rows, report::sweep_fields().
@@ -61,8 +62,9 @@ std::optional<std::filesystem::path> default_config_path();
 
 // ------------------------------------------------------------------ simulating
 
-// One training step of `spec`: every pipeline stage's output, the report among them.
-Simulation simulate(const RunSpec& spec);
+// One training step of `spec`: every pipeline stage's output, the report among them. With
+// `options.exact` every collective's flows are replayed (the oracle of the fast paths).
+Simulation simulate(const RunSpec& spec, SimulateOptions options = {});
 
 // The report as `podsim run --format json` writes it (schema podsim.report/v1) and as the table.
 std::string report_json(const RunReport& report);

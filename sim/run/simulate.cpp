@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <map>
+#include <set>
 #include <tuple>
 
 #include <fmt/format.h>
@@ -25,7 +26,8 @@ namespace {
 
 // Lowers every ICI collective of the program onto the torus links. Collectives that are the same
 // (kind, axis, bytes) share one plan: every layer's all-gather of an FSDP run is one plan.
-scheduler::NetworkInput plan_network(const RunSpec& spec, Simulation& sim) {
+scheduler::NetworkInput plan_network(const RunSpec& spec, Simulation& sim, SimulationCache& cache,
+                                     const SimulateOptions& options) {
     scheduler::NetworkInput input;
     const auto& ops = sim.program.ops;
     sim.plan_of_op.assign(ops.size(), -1);
@@ -33,7 +35,7 @@ scheduler::NetworkInput plan_network(const RunSpec& spec, Simulation& sim) {
     for (const auto& axis : sim.program.comm_axes)
         any_ici = any_ici || axis.kind == parallel::ResourceKind::ici;
     if (!any_ici) return input;
-    sim.torus = std::make_shared<network::Torus>(spec.topology, spec.slice, spec.twisted_torus);
+    sim.torus = cache.torus(spec.topology, spec.slice, spec.twisted_torus);
     std::map<std::tuple<int, int, double>, int> index;
     for (std::size_t i = 0; i < ops.size(); ++i) {
         const auto& op = ops[i];
@@ -43,20 +45,29 @@ scheduler::NetworkInput plan_network(const RunSpec& spec, Simulation& sim) {
         auto key = std::make_tuple(op.comm_axis, static_cast<int>(op.collective), op.collective_bytes);
         auto [it, inserted] = index.try_emplace(key, static_cast<int>(sim.plans.size()));
         if (inserted) {
-            sim.plans.push_back(collectives::plan_collective(
-                *sim.torus, op.collective, op.collective_bytes, axis.parts,
-                spec.topology.ici.hop_latency * spec.calibration.ici_hop_latency_factor,
-                spec.calibration.collective_overhead));
+            sim.plans.push_back(
+                cache.plan(sim.torus, op.collective, op.collective_bytes, axis.parts,
+                           spec.topology.ici.hop_latency * spec.calibration.ici_hop_latency_factor,
+                           spec.calibration.collective_overhead, spec.calibration.ici_link_efficiency));
         }
         sim.plan_of_op[i] = it->second;
     }
     input.plan_of_op.assign(ops.size(), nullptr);
     for (std::size_t i = 0; i < ops.size(); ++i) {
         if (sim.plan_of_op[i] >= 0)
-            input.plan_of_op[i] = &sim.plans[static_cast<std::size_t>(sim.plan_of_op[i])];
+            input.plan_of_op[i] = &sim.plans[static_cast<std::size_t>(sim.plan_of_op[i])]->plan;
     }
     for (const auto& link : sim.torus->links()) {
         input.link_bandwidth.push_back(link.bandwidth * spec.calibration.ici_link_efficiency);
+    }
+    scheduler::ContentionClasses classes = scheduler::contention_classes(sim.program, input.plan_of_op);
+    input.network_of_op = std::move(classes.network_of_op);
+    if (!options.exact) {
+        input.alone_of_op.assign(ops.size(), nullptr);
+        for (std::size_t i = 0; i < ops.size(); ++i) {
+            if (sim.plan_of_op[i] >= 0 && classes.alone[static_cast<std::size_t>(input.network_of_op[i])])
+                input.alone_of_op[i] = &sim.plans[static_cast<std::size_t>(sim.plan_of_op[i])]->alone;
+        }
     }
     return input;
 }
@@ -64,15 +75,16 @@ scheduler::NetworkInput plan_network(const RunSpec& spec, Simulation& sim) {
 }  // namespace
 
 Simulation simulate(const RunSpec& spec) {
-    return simulate(spec, std::make_shared<const workload::OpGraph>(
-                              workload::lower_training_step(spec.model, spec.training)));
+    SimulationCache cache;
+    return simulate(spec, cache);
 }
 
 namespace {
 
 Simulation simulate_with(const RunSpec& spec, const parallel::RuntimeSpec& runtime,
                          std::shared_ptr<const workload::OpGraph> lowered,
-                         std::vector<network::AxisMapping> mapping) {
+                         std::vector<network::AxisMapping> mapping, SimulationCache& cache,
+                         const SimulateOptions& options) {
     Simulation sim;
     sim.mapping = std::move(mapping);
     sim.graph = std::move(lowered);
@@ -80,7 +92,7 @@ Simulation simulate_with(const RunSpec& spec, const parallel::RuntimeSpec& runti
         parallel::PartitionInput{*sim.graph, spec.training, spec.mesh, sim.mapping, runtime});
     cost::CostModel model(cost::CostContext{spec.topology, runtime, spec.calibration, spec.training.dtype});
     sim.costs = model.cost_all(sim.program);
-    scheduler::NetworkInput network = plan_network(spec, sim);
+    scheduler::NetworkInput network = plan_network(spec, sim, cache, options);
     try {
         sim.timeline = scheduler::schedule(sim.program, sim.costs, runtime, sim.torus ? &network : nullptr);
     } catch (const core::TimeOverflow& e) {
@@ -110,9 +122,39 @@ Simulation simulate_with(const RunSpec& spec, const parallel::RuntimeSpec& runti
     return sim;
 }
 
+// False when the step cannot fit in `capacity_bytes` whatever the prefetch depth, so that lowering
+// it cannot help. Any schedule holds, when the last forward compute op of a microbatch starts, the
+// parameters, gradients and optimizer state and every forward output of that microbatch kept in HBM
+// for the backward (memory/memory_profile.cpp: a kept output is live from its op's start until its
+// layer's backward ends, and the backward of every layer starts after the last forward op); the
+// profile's peak is at least that sum, and none of it depends on the prefetch depth.
+bool no_prefetch_can_fit(const parallel::DeviceProgram& program, double capacity_bytes) {
+    const double fixed = program.params_bytes + program.grads_bytes + program.optimizer_bytes;
+    auto is_compute = [](const parallel::DeviceOp& op) {
+        return op.category == parallel::OpCategory::matmul || op.category == parallel::OpCategory::fusion;
+    };
+    // Outputs whose layer has no backward op are freed when their op ends: not counted.
+    std::set<std::pair<int, int>> has_backward;  // (layer, microbatch)
+    for (const auto& op : program.ops) {
+        if (is_compute(op) && op.phase != workload::Phase::forward && op.phase != workload::Phase::optimizer)
+            has_backward.insert({op.layer, op.microbatch});
+    }
+    std::map<int, double> kept;  // microbatch -> bytes
+    for (const auto& op : program.ops) {
+        if (is_compute(op) && op.phase == workload::Phase::forward && op.kept_for_backward && !op.offloaded &&
+            has_backward.count({op.layer, op.microbatch}) > 0)
+            kept[op.microbatch] += op.output_bytes;
+    }
+    double least_peak = fixed;
+    for (const auto& [microbatch, bytes] : kept) least_peak = std::max(least_peak, fixed + bytes);
+    // The profile adds the same terms in another order: a relative margin covers the rounding.
+    return least_peak * (1.0 - 1e-9) <= capacity_bytes;
+}
+
 }  // namespace
 
-Simulation simulate(const RunSpec& spec, std::shared_ptr<const workload::OpGraph> lowered) {
+Simulation simulate(const RunSpec& spec, SimulationCache& cache, SimulateOptions options) {
+    std::shared_ptr<const workload::OpGraph> lowered = cache.lowered(spec.model, spec.training);
     auto mapping = network::map_mesh_axes(spec.topology, spec.slice, spec.mesh);
     if (auto* error = std::get_if<std::string>(&mapping)) {
         core::Diagnostics d;
@@ -120,16 +162,19 @@ Simulation simulate(const RunSpec& spec, std::shared_ptr<const workload::OpGraph
         throw core::UserError(d);
     }
     auto axes = std::get<std::vector<network::AxisMapping>>(std::move(mapping));
-    Simulation sim = simulate_with(spec, spec.runtime, lowered, axes);
+    Simulation sim = simulate_with(spec, spec.runtime, lowered, axes, cache, options);
     // XLA's latency-hiding scheduler keeps the live bytes under a memory limit (SchedulerConfig::
     // memory_limit in xla/service/latency_hiding_scheduler.h): when prefetching the next groups'
     // gathered weights would not fit in HBM, it issues the all-gathers later. podsim lowers the
     // prefetch depth until the step fits, and reports the depth used; the gathers it no longer
     // hides show up as exposed communication.
+    // No depth can fit when what every schedule holds already does not: see no_prefetch_can_fit.
+    if (!sim.memory.fits && !options.exact && !no_prefetch_can_fit(sim.program, sim.memory.capacity_bytes))
+        return sim;
     for (int depth = sim.report.prefetch_depth - 1; !sim.memory.fits && depth >= 0; --depth) {
         parallel::RuntimeSpec runtime = spec.runtime;
         runtime.prefetch_depth = depth;
-        Simulation lower = simulate_with(spec, runtime, lowered, axes);
+        Simulation lower = simulate_with(spec, runtime, lowered, axes, cache, options);
         if (!lower.memory.fits) continue;
         sim = std::move(lower);
         sim.report.prefetch_limited_by_memory = true;

@@ -16,6 +16,7 @@
 #include "parallel/sharding_errors.hpp"
 #include "report/run_report.hpp"
 #include "run/run_spec.hpp"
+#include "run/simulation_cache.hpp"
 #include "scheduler/timeline.hpp"
 #include "workload/op_graph.hpp"
 
@@ -25,9 +26,9 @@ namespace podsim::run {
 struct Simulation {
     std::shared_ptr<const workload::OpGraph> graph;  // the unsharded step, before partitioning
     std::vector<network::AxisMapping> mapping;
-    std::shared_ptr<const network::Torus> torus;  // null for a single chip
-    std::vector<collectives::CommPlan> plans;     // distinct ICI collective plans
-    std::vector<int> plan_of_op;                  // index into plans, or -1
+    std::shared_ptr<const network::Torus> torus;           // null for a single chip
+    std::vector<std::shared_ptr<const CachedPlan>> plans;  // distinct ICI collective plans
+    std::vector<int> plan_of_op;                           // index into plans, or -1
     parallel::DeviceProgram program;
     std::vector<cost::OpCost> costs;
     scheduler::Timeline timeline;
@@ -41,9 +42,15 @@ struct Simulation {
 // be placed (only reachable by building specs by hand) throws core::UserError.
 Simulation simulate(const RunSpec& spec);
 
-// The same with the step already lowered (workload::lowering_key(spec) must match): sweeps lower
-// each distinct model and training setup once and share it across meshes and slices.
-Simulation simulate(const RunSpec& spec, std::shared_ptr<const workload::OpGraph> lowered);
+struct SimulateOptions {
+    // Replay every collective's flows on the flow network, even those that run alone on their links
+    // (the oracle the fast paths are tested against; see docs/model.md, "Simulating fast").
+    bool exact = false;
+};
+
+// The same sharing what configs have in common through `cache` (one per thread): sweeps lower each
+// distinct model and training setup once, and plan each distinct collective once.
+Simulation simulate(const RunSpec& spec, SimulationCache& cache, SimulateOptions options = {});
 
 using SemanticError = parallel::ShardingError;
 

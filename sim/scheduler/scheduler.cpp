@@ -1,6 +1,8 @@
 #include "scheduler/scheduler.hpp"
 
+#include <algorithm>
 #include <memory>
+#include <numeric>
 
 #include "core/assert.hpp"
 #include "core/engine.hpp"
@@ -14,7 +16,14 @@ class ProgramRun final : public core::EventHandler, public network::TransferList
     ProgramRun(const parallel::DeviceProgram& program, const std::vector<cost::OpCost>& costs,
                bool synchronous, const NetworkInput* network)
         : program_(program), network_input_(network) {
-        if (network) network_ = std::make_unique<network::FlowNetwork>(engine_, network->link_bandwidth);
+        if (network) {
+            int count = 1;
+            for (int c : network->network_of_op) count = std::max(count, c + 1);
+            for (int c = 0; c < count; ++c) {
+                networks_.push_back(std::make_unique<network::FlowNetwork>(engine_, network->link_bandwidth));
+            }
+            alone_link_bytes_.assign(network->link_bandwidth.size(), 0.0);
+        }
         const std::size_t n = program.ops.size();
         durations_.resize(n);
         for (std::size_t i = 0; i < n; ++i) durations_[i] = core::from_seconds(costs[i].seconds);
@@ -31,8 +40,14 @@ class ProgramRun final : public core::EventHandler, public network::TransferList
     Timeline run() {
         for (std::size_t r = 0; r < queues_.size(); ++r) try_start(static_cast<int>(r));
         timeline_.step_time = engine_.run();
-        timeline_.events = engine_.events_processed();
-        if (network_) timeline_.link_bytes = network_->link_bytes();
+        timeline_.events = engine_.events_processed() + replayed_events_;
+        if (network_input_) {
+            timeline_.link_bytes = std::move(alone_link_bytes_);
+            for (const auto& net : networks_) {
+                const auto& bytes = net->link_bytes();
+                for (std::size_t l = 0; l < bytes.size(); ++l) timeline_.link_bytes[l] += bytes[l];
+            }
+        }
         for (std::size_t r = 0; r < queues_.size(); ++r) {
             PODSIM_ASSERT(heads_[r] == queues_[r].size(), "deadlock: an op never became ready");
         }
@@ -103,8 +118,24 @@ class ProgramRun final : public core::EventHandler, public network::TransferList
         if (pending_[op] != 0) return;
         busy_[r] = true;
         timeline_.spans[op] = Span{static_cast<int>(op), resource, engine_.now(), engine_.now()};
-        if (network_ && network_input_->plan_of_op[op] != nullptr) {
-            network_->start(network_input_->plan_of_op[op]->phases, *this, op);
+        const TransferAlone* alone = network_input_ && !network_input_->alone_of_op.empty()
+                                         ? network_input_->alone_of_op[op]
+                                         : nullptr;
+        if (alone != nullptr) {
+            for (const auto& [link, bytes] : alone->link_bytes)
+                alone_link_bytes_[static_cast<std::size_t>(link)] += bytes;
+            if (alone->events == 0) {  // no phase at all: the flow network completes it at once
+                complete(engine_.now(), op);
+                return;
+            }
+            // The replayed run's last event completes the transfer; this one event stands for all.
+            replayed_events_ += alone->events - 1;
+            engine_.schedule_after(alone->duration, *this, op);
+        } else if (network_input_ && network_input_->plan_of_op[op] != nullptr) {
+            const auto net = network_input_->network_of_op.empty()
+                                 ? std::size_t{0}
+                                 : static_cast<std::size_t>(network_input_->network_of_op[op]);
+            networks_[net]->start(network_input_->plan_of_op[op]->phases, *this, op);
         } else {
             engine_.schedule_after(durations_[op], *this, op);
         }
@@ -113,7 +144,9 @@ class ProgramRun final : public core::EventHandler, public network::TransferList
     const parallel::DeviceProgram& program_;
     const NetworkInput* network_input_;
     core::Engine engine_;
-    std::unique_ptr<network::FlowNetwork> network_;
+    std::vector<std::unique_ptr<network::FlowNetwork>> networks_;  // one per contention class
+    std::vector<double> alone_link_bytes_;  // bytes of the transfers taken from their run alone
+    std::uint64_t replayed_events_ = 0;
     std::vector<core::Time> durations_;
     std::vector<int> pending_;
     std::vector<std::size_t> succ_begin_;
@@ -125,6 +158,77 @@ class ProgramRun final : public core::EventHandler, public network::TransferList
 };
 
 }  // namespace
+
+ContentionClasses contention_classes(const parallel::DeviceProgram& program,
+                                     const std::vector<const collectives::CommPlan*>& plan_of_op) {
+    // Links of each comm axis, over all its plans.
+    const std::size_t axes = program.comm_axes.size();
+    std::vector<std::vector<int>> links(axes);
+    std::vector<std::vector<const collectives::CommPlan*>> seen(axes);
+    std::vector<int> resource_of_axis(axes, -1);
+    std::vector<bool> one_resource(axes, true);
+    for (std::size_t i = 0; i < program.ops.size(); ++i) {
+        const collectives::CommPlan* plan = plan_of_op[i];
+        if (plan == nullptr) continue;
+        const auto a = static_cast<std::size_t>(program.ops[i].comm_axis);
+        const int resource = program.ops[i].resource;
+        if (resource_of_axis[a] < 0) resource_of_axis[a] = resource;
+        one_resource[a] = one_resource[a] && resource_of_axis[a] == resource;
+        if (std::find(seen[a].begin(), seen[a].end(), plan) != seen[a].end()) continue;
+        seen[a].push_back(plan);
+        for (const auto& phase : plan->phases)
+            for (const auto& flow : phase.flows)
+                links[a].insert(links[a].end(), flow.links.begin(), flow.links.end());
+    }
+    for (auto& l : links) {
+        std::sort(l.begin(), l.end());
+        l.erase(std::unique(l.begin(), l.end()), l.end());
+    }
+    // Union of axes that share a link or a resource.
+    std::vector<std::size_t> parent(axes);
+    std::iota(parent.begin(), parent.end(), std::size_t{0});
+    auto root = [&](std::size_t a) {
+        while (parent[a] != a) a = parent[a] = parent[parent[a]];
+        return a;
+    };
+    std::vector<int> scratch;
+    for (std::size_t a = 0; a < axes; ++a) {
+        for (std::size_t b = a + 1; b < axes; ++b) {
+            if (resource_of_axis[a] < 0 || resource_of_axis[b] < 0) continue;
+            scratch.clear();
+            std::set_intersection(links[a].begin(), links[a].end(), links[b].begin(), links[b].end(),
+                                  std::back_inserter(scratch));
+            if (!scratch.empty() || resource_of_axis[a] == resource_of_axis[b]) parent[root(a)] = root(b);
+        }
+    }
+    ContentionClasses classes;
+    std::vector<int> class_of_root(axes, -1);
+    std::vector<int> axis_class(axes, -1);
+    for (std::size_t a = 0; a < axes; ++a) {
+        if (resource_of_axis[a] < 0) continue;
+        auto& c = class_of_root[root(a)];
+        if (c < 0) {
+            c = classes.count++;
+            classes.alone.push_back(true);
+        }
+        axis_class[a] = c;
+    }
+    // A class is alone when all its collectives queue on one resource.
+    std::vector<int> class_resource(static_cast<std::size_t>(classes.count), -1);
+    for (std::size_t a = 0; a < axes; ++a) {
+        if (axis_class[a] < 0) continue;
+        const auto c = static_cast<std::size_t>(axis_class[a]);
+        if (!one_resource[a]) classes.alone[c] = false;
+        if (class_resource[c] < 0) class_resource[c] = resource_of_axis[a];
+        if (class_resource[c] != resource_of_axis[a]) classes.alone[c] = false;
+    }
+    classes.network_of_op.assign(program.ops.size(), -1);
+    for (std::size_t i = 0; i < program.ops.size(); ++i) {
+        if (plan_of_op[i] != nullptr)
+            classes.network_of_op[i] = axis_class[static_cast<std::size_t>(program.ops[i].comm_axis)];
+    }
+    return classes;
+}
 
 Timeline schedule(const parallel::DeviceProgram& program, const std::vector<cost::OpCost>& costs,
                   const parallel::RuntimeSpec& runtime, const NetworkInput* network) {

@@ -7,6 +7,7 @@
 #include "parallel/device_program.hpp"
 #include "parallel/runtime_spec.hpp"
 #include "scheduler/timeline.hpp"
+#include "scheduler/transfer_alone.hpp"
 
 namespace podsim::scheduler {
 
@@ -19,10 +20,28 @@ namespace podsim::scheduler {
 //
 // With a network, ICI collectives with a plan are not given a fixed duration: their flows run on
 // the shared links of the flow-level network model and finish when their last phase does.
+//
+// Collectives share bandwidth only with collectives whose links they cross. Mesh axes whose plans
+// share no link with another axis's are separate contention classes, each on its own flow network
+// (max-min fairness on disjoint links is independent); an axis that is a class of its own runs one
+// collective at a time, so each of its collectives runs as if alone (transfer_alone.hpp), and with
+// `alone_of_op` set the scheduler takes its duration from that run instead of replaying its flows.
 struct NetworkInput {
     std::vector<const collectives::CommPlan*> plan_of_op;  // indexed like program.ops; null = fixed cost
     std::vector<double> link_bandwidth;                    // bytes/s per torus link id
+    std::vector<int> network_of_op;                        // contention class per op; empty = one network
+    std::vector<const TransferAlone*> alone_of_op;         // empty, or per op: its run alone, or null
 };
+
+// Contention classes of the program's ICI collectives (network_of_op of NetworkInput), and which
+// classes are served by one resource only (so that their collectives never overlap).
+struct ContentionClasses {
+    std::vector<int> network_of_op;  // -1 for ops without a plan
+    std::vector<bool> alone;         // per class
+    int count = 0;
+};
+ContentionClasses contention_classes(const parallel::DeviceProgram& program,
+                                     const std::vector<const collectives::CommPlan*>& plan_of_op);
 
 Timeline schedule(const parallel::DeviceProgram& program, const std::vector<cost::OpCost>& costs,
                   const parallel::RuntimeSpec& runtime, const NetworkInput* network = nullptr);

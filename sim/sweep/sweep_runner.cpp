@@ -29,11 +29,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// Lowered steps of one worker, by workload::lowering_key: configs that differ only in mesh, slice or
-// runtime share them. Per worker, so no lock and no state shared between simulations.
-using LoweringCache = std::map<std::string, std::shared_ptr<const workload::OpGraph>>;
-
-Row row_from(const config::SweepPlan::Instance& instance, std::size_t index, LoweringCache& cache) {
+Row row_from(const config::SweepPlan::Instance& instance, std::size_t index, run::SimulationCache& cache,
+             const run::SimulateOptions& options) {
     Row r;
     r.index = index;
     r.values = instance.values;
@@ -43,16 +40,7 @@ Row row_from(const config::SweepPlan::Instance& instance, std::size_t index, Low
     }
     try {
         const auto& spec = instance.spec;
-        std::string key = workload::lowering_key(spec.model, spec.training);
-        auto it = cache.find(key);
-        if (it == cache.end()) {
-            if (cache.size() > 64) cache.clear();  // bounded: memory stays flat
-            it = cache
-                     .emplace(key, std::make_shared<const workload::OpGraph>(
-                                       workload::lower_training_step(spec.model, spec.training)))
-                     .first;
-        }
-        run::Simulation sim = run::simulate(spec, it->second);
+        run::Simulation sim = run::simulate(spec, cache, options);
         r.set_report(sim.report);
     } catch (const core::UserError& e) {
         r.reason = e.diagnostics().items().empty() ? "invalid" : e.diagnostics().items().front().message;
@@ -154,7 +142,8 @@ SweepSummary run_sweep(const config::SweepPlan& plan, const SweepOptions& option
     std::vector<std::thread> workers;
     for (int w = 0; w < jobs; ++w) {
         workers.emplace_back([&] {
-            LoweringCache lowered;
+            // What configs share (lowered steps, collective plans), per worker: no lock.
+            run::SimulationCache cache;
             while (true) {
                 std::pair<std::size_t, config::SweepPlan::Instance> task;
                 {
@@ -167,7 +156,7 @@ SweepSummary run_sweep(const config::SweepPlan& plan, const SweepOptions& option
                 Row row;
                 std::exception_ptr error;
                 try {
-                    row = row_from(task.second, todo[task.first], lowered);
+                    row = row_from(task.second, todo[task.first], cache, run::SimulateOptions{options.exact});
                 } catch (...) {
                     error = std::current_exception();
                 }

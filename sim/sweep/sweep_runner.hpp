@@ -55,6 +55,7 @@ struct SweepOptions {
     std::size_t top = 10;   // rows of the ranked table
     bool progress = true;   // progress on stderr
     std::size_t limit = 0;  // stop after this many new configs (0 = all); for tests of interruption
+    bool exact = false;     // simulate every config with run::SimulateOptions::exact (the oracle)
     // Called with every row of this run (not resumed ones), in index order, on the calling thread.
     std::function<void(const Row&)> on_row;
 };

@@ -151,6 +151,13 @@ TEST_CASE("the command line exits with code 2 on bad input and lists every error
     std::string good =
         std::string(PODSIM_BINARY) + " check " + test::source_path("configs/default.yaml") + " > /dev/null";
     CHECK(WEXITSTATUS(std::system(good.c_str())) == 0);
+    // Sweep files are checked as sweeps, bad ones with their errors.
+    std::string sweep = std::string(PODSIM_BINARY) + " check " +
+                        test::source_path("configs/sweeps/gpt3-175b-v4.yaml") + " > /dev/null";
+    CHECK(WEXITSTATUS(std::system(sweep.c_str())) == 0);
+    std::string bad_sweep = std::string(PODSIM_BINARY) + " check " +
+                            test::source_path("tests/data/sweeps/bad.yaml") + " > /dev/null 2>&1";
+    CHECK(WEXITSTATUS(std::system(bad_sweep.c_str())) == 2);
     std::string unknown = std::string(PODSIM_BINARY) + " run --format yaml > /dev/null 2>&1";
     CHECK(WEXITSTATUS(std::system(unknown.c_str())) == 2);
 }

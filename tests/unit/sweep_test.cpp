@@ -90,6 +90,23 @@ TEST_CASE("invalid combinations are skipped with their reason, not fatal") {
           std::string::npos);
 }
 
+TEST_CASE("a value that shards only with other axes' values is a skipped row, not a sweep error") {
+    // Global batch 2 does not shard over the base's 4 chips, but it does over 2: the value is valid,
+    // so the sweep loads and only the combination with 4 chips is skipped.
+    fs::path dir = fresh_dir("combination");
+    fs::create_directories(dir);
+    std::ofstream(dir / "s.yaml") << "schema: podsim.sweep/v1\nbase: "
+                                  << test::source_path("configs/default.yaml")
+                                  << "\naxes:\n  slice: [2x1x1, 2x2x1]\n  mesh: [{fsdp: auto}]\n"
+                                     "  training.global_batch: [2]\n";
+    auto plan = config::SweepPlan::load((dir / "s.yaml").string());
+    REQUIRE(plan.size() == 2);
+    CHECK(plan.make(0).ok);
+    auto second = plan.make(1);
+    CHECK_FALSE(second.ok);
+    CHECK(second.skip_reason.find("must be divisible") != std::string::npos);
+}
+
 TEST_CASE("a bad sweep file reports every error with its position") {
     try {
         auto plan = config::SweepPlan::load(test::source_path("tests/data/sweeps/bad.yaml"));

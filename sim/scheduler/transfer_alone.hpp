@@ -1,0 +1,24 @@
+#pragma once
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "core/time.hpp"
+#include "network/flow.hpp"
+
+namespace podsim::scheduler {
+
+// A collective's flows run on links no other transfer can use while it runs: the flow network then
+// evolves the same way whenever it starts (it only ever sees time differences, in integer
+// picoseconds), so one run alone gives its duration, events and link bytes for every occurrence.
+struct TransferAlone {
+    core::Time duration = 0;
+    std::uint64_t events = 0;                        // events the flow network processed
+    std::vector<std::pair<int, double>> link_bytes;  // (torus link id, bytes carried)
+};
+
+TransferAlone run_alone(const std::vector<network::FlowPhase>& phases,
+                        const std::vector<double>& link_bandwidth);
+
+}  // namespace podsim::scheduler

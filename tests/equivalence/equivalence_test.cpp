@@ -1,0 +1,142 @@
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include "config/sweep_file.hpp"
+#include "report/format.hpp"
+#include "support.hpp"
+
+// The fast paths (collectives that run alone replayed from one run, shared caches) against the full
+// simulation (run::SimulateOptions::exact, `--exact`): every number of the report must agree within
+// 1e-9 relative. They are expected to agree exactly; link byte counters are sums of the same terms
+// in another order, so they may differ in the last bits (see docs/model.md, "Simulating fast").
+
+using namespace podsim;
+
+namespace {
+
+constexpr double kRelative = 1e-9;
+
+// Points of the GPT-3 175B sweep checked in both modes. Under the sanitizers (ten times slower)
+// fewer, so that `make sanitize` stays within CI's time.
+#ifdef PODSIM_SANITIZED_BUILD
+constexpr int kSweepPoints = 30;
+#else
+constexpr int kSweepPoints = 300;
+#endif
+
+// Paths of the numbers where a and b differ by more than kRelative, or of any other difference.
+void differences(const nlohmann::json& a, const nlohmann::json& b, const std::string& path,
+                 std::vector<std::string>& out) {
+    if (a.is_number() && b.is_number()) {
+        const double x = a.get<double>(), y = b.get<double>();
+        if (std::abs(x - y) > kRelative * std::max(std::abs(x), std::abs(y)))
+            out.push_back(fmt::format("{}: {} vs {}", path, x, y));
+        return;
+    }
+    if (a.type() != b.type() || a.size() != b.size()) {
+        out.push_back(path + ": " + a.dump().substr(0, 80) + " vs " + b.dump().substr(0, 80));
+        return;
+    }
+    if (a.is_object()) {
+        for (auto it = a.begin(); it != a.end(); ++it) {
+            if (!b.contains(it.key())) {
+                out.push_back(path + "." + it.key() + " missing");
+                continue;
+            }
+            differences(it.value(), b.at(it.key()), path + "." + it.key(), out);
+        }
+    } else if (a.is_array()) {
+        for (std::size_t i = 0; i < a.size(); ++i)
+            differences(a[i], b[i], fmt::format("{}[{}]", path, i), out);
+    } else if (a != b) {
+        out.push_back(path + ": " + a.dump() + " vs " + b.dump());
+    }
+}
+
+// Simulates `spec` fast (with a cache shared across calls) and exactly; returns what differs.
+std::vector<std::string> compare_modes(const run::RunSpec& spec, run::SimulationCache& cache) {
+    run::Simulation fast = run::simulate(spec, cache);
+    run::SimulationCache fresh;
+    run::Simulation exact = run::simulate(spec, fresh, run::SimulateOptions{.exact = true});
+    std::vector<std::string> out;
+    if (fast.timeline.step_time != exact.timeline.step_time)
+        out.push_back(
+            fmt::format("step time {} ps vs {} ps", fast.timeline.step_time, exact.timeline.step_time));
+    if (fast.memory.peak_bytes != exact.memory.peak_bytes)
+        out.push_back(fmt::format("peak {} vs {} bytes", fast.memory.peak_bytes, exact.memory.peak_bytes));
+    for (std::size_t i = 0; i < fast.timeline.spans.size(); ++i) {
+        const auto &f = fast.timeline.spans[i], &e = exact.timeline.spans[i];
+        if (f.start != e.start || f.end != e.end) {
+            out.push_back(fmt::format("op {} ({}) ran {}..{} ps vs {}..{} ps", i, fast.program.ops[i].name,
+                                      f.start, f.end, e.start, e.end));
+            break;
+        }
+    }
+    REQUIRE(fast.timeline.link_bytes.size() == exact.timeline.link_bytes.size());
+    for (std::size_t l = 0; l < fast.timeline.link_bytes.size(); ++l) {
+        const double x = fast.timeline.link_bytes[l], y = exact.timeline.link_bytes[l];
+        if (std::abs(x - y) > kRelative * std::max(std::abs(x), std::abs(y))) {
+            out.push_back(fmt::format("link {} carried {} vs {} bytes", l, x, y));
+            break;
+        }
+    }
+    differences(nlohmann::json::parse(report::format_json(fast.report)),
+                nlohmann::json::parse(report::format_json(exact.report)), "report", out);
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("fast and exact simulation agree on every shipped config") {
+    namespace fs = std::filesystem;
+    run::SimulationCache cache;
+    int checked = 0;
+    for (const char* folder : {"configs", "tests/validation"}) {
+        std::vector<fs::path> files;
+        for (const auto& e : fs::directory_iterator(test::source_path(folder)))
+            if (e.path().extension() == ".yaml") files.push_back(e.path());
+        std::sort(files.begin(), files.end());
+        for (const auto& file : files) {
+            CAPTURE(file.string());
+            run::RunSpec spec;
+            try {
+                spec = config::load_run_file(file.string());
+            } catch (const core::UserError&) {
+                continue;  // a validation case without a run (a collective or a whole run)
+            }
+            auto diff = compare_modes(spec, cache);
+            CHECK_MESSAGE(diff.empty(), fmt::format("{}", fmt::join(diff, "\n")));
+            ++checked;
+        }
+    }
+    CHECK(checked >= 30);
+}
+
+TEST_CASE("fast and exact simulation agree on random points of the GPT-3 175B sweep") {
+    auto plan = config::SweepPlan::load(test::source_path("configs/sweeps/gpt3-175b-v4.yaml"));
+    REQUIRE(plan.size() == 5760);  // 6 slices x 8 meshes x 5 batches x 3 remat x 4 microbatches x 2
+    std::mt19937_64 random(12);
+    std::uniform_int_distribution<std::size_t> pick(0, plan.size() - 1);
+    run::SimulationCache cache;
+    int simulated = 0, draws = 0;
+    while (simulated < kSweepPoints) {
+        REQUIRE(++draws < 20 * kSweepPoints);
+        const std::size_t index = pick(random);
+        auto instance = plan.make(index);
+        if (!instance.ok) continue;  // does not shard
+        CAPTURE(index);
+        auto diff = compare_modes(instance.spec, cache);
+        CHECK_MESSAGE(diff.empty(), fmt::format("{}", fmt::join(diff, "\n")));
+        ++simulated;
+    }
+}
