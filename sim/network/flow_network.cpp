@@ -17,13 +17,19 @@ constexpr double kBytesEpsilon = 1e-3;
 
 }  // namespace
 
+FlowNetwork::Scratch::Scratch(std::size_t links)
+    : capacity(links), unfixed_on_link(links, 0), first_flow(links), next_flow(links) {}
+
 FlowNetwork::FlowNetwork(core::Engine& engine, std::vector<double> link_bandwidth)
-    : engine_(engine), bandwidth_(std::move(link_bandwidth)), link_bytes_(bandwidth_.size(), 0.0) {
-    capacity_.resize(bandwidth_.size());
-    unfixed_on_link_.resize(bandwidth_.size());
-    first_flow_.resize(bandwidth_.size());
-    next_flow_.resize(bandwidth_.size());
-}
+    : engine_(engine),
+      owned_bandwidth_(std::move(link_bandwidth)),
+      bandwidth_(&owned_bandwidth_),
+      owned_scratch_(std::make_unique<Scratch>(owned_bandwidth_.size())),
+      scratch_(owned_scratch_.get()),
+      link_bytes_(owned_bandwidth_.size(), 0.0) {}
+
+FlowNetwork::FlowNetwork(core::Engine& engine, const std::vector<double>& link_bandwidth, Scratch& scratch)
+    : engine_(engine), bandwidth_(&link_bandwidth), scratch_(&scratch) {}
 
 void FlowNetwork::start(const std::vector<FlowPhase>& phases, TransferListener& listener, std::uint64_t tag) {
     int slot;
@@ -55,6 +61,7 @@ void FlowNetwork::inject_flows(int slot) {
     Transfer& t = transfers_[static_cast<std::size_t>(slot)];
     const FlowPhase& phase = (*t.phases)[t.phase];
     advance_to(engine_.now());
+    if (link_bytes_.empty()) link_bytes_.assign(bandwidth_->size(), 0.0);
     t.flows_left = 0;
     for (const Flow& flow : phase.flows) {
         if (flow.bytes <= kBytesEpsilon || flow.links.empty()) continue;
@@ -89,14 +96,19 @@ void FlowNetwork::reallocate() {
     // Progressive filling: repeatedly find the link with the smallest fair share among the flows
     // not yet fixed, and fix those flows at that share.
     // unfixed_on_link_ is all zeros between calls: only the links of active flows are touched.
-    std::vector<int>& touched = touched_;
+    std::vector<int>& touched = scratch_->touched;
+    auto& capacity_ = scratch_->capacity;
+    auto& unfixed_on_link_ = scratch_->unfixed_on_link;
+    auto& first_flow_ = scratch_->first_flow;
+    auto& next_flow_ = scratch_->next_flow;
+    auto& flows_by_link_ = scratch_->flows_by_link;
     touched.clear();
     for (auto& f : active_) {
         f.rate = -1.0;
         for (int link : f.flow->links) {
             auto l = static_cast<std::size_t>(link);
             if (unfixed_on_link_[l]++ == 0) {
-                capacity_[l] = bandwidth_[l];
+                capacity_[l] = (*bandwidth_)[l];
                 touched.push_back(link);
             }
         }
@@ -116,18 +128,23 @@ void FlowNetwork::reallocate() {
             flows_by_link_[next_flow_[static_cast<std::size_t>(link)]++] = i;
     }
     std::size_t unfixed = active_.size();
+    std::size_t live = touched.size();  // links with unfixed flows: a prefix of touched, in order
     while (unfixed > 0) {
         double best = std::numeric_limits<double>::infinity();
         int bottleneck = -1;
-        for (int link : touched) {
+        std::size_t kept = 0;
+        for (std::size_t k = 0; k < live; ++k) {
+            const int link = touched[k];
             auto l = static_cast<std::size_t>(link);
             if (unfixed_on_link_[l] == 0) continue;
+            touched[kept++] = link;  // stable: ties still go to the first link in touched order
             double share = capacity_[l] / unfixed_on_link_[l];
             if (share < best) {
                 best = share;
                 bottleneck = link;
             }
         }
+        live = kept;
         PODSIM_ASSERT(bottleneck >= 0, "flows without links");
         const auto b = static_cast<std::size_t>(bottleneck);
         for (std::size_t k = first_flow_[b]; k < next_flow_[b]; ++k) {
@@ -142,7 +159,7 @@ void FlowNetwork::reallocate() {
             }
         }
     }
-    for (int link : touched) unfixed_on_link_[static_cast<std::size_t>(link)] = 0;
+    // Every flow is fixed, so every count is back to zero (the invariant the next call relies on).
     // Next arrival.
     double soonest = std::numeric_limits<double>::infinity();
     for (const auto& f : active_) soonest = std::min(soonest, f.remaining / f.rate);

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "core/engine.hpp"
@@ -22,13 +23,29 @@ class TransferListener {
 // not. Transfers (collectives) run phase after phase: hop latency first, then the phase's flows.
 class FlowNetwork final : public core::EventHandler {
   public:
+    // Per-link working arrays of the max-min solver. Networks that never reallocate at the same time
+    // (several on one engine) can share one, so that each costs no memory in proportion to the torus.
+    struct Scratch {
+        std::vector<double> capacity;
+        std::vector<int> unfixed_on_link;  // all zeros between reallocations
+        std::vector<int> touched;
+        std::vector<std::size_t> first_flow, next_flow;  // per link: its range in flows_by_link
+        std::vector<std::size_t> flows_by_link;          // indices into active_
+        explicit Scratch(std::size_t links);
+    };
+
     FlowNetwork(core::Engine& engine, std::vector<double> link_bandwidth);
+    // Borrows the bandwidths and the scratch, which must outlive the network.
+    FlowNetwork(core::Engine& engine, const std::vector<double>& link_bandwidth, Scratch& scratch);
+    FlowNetwork(const FlowNetwork&) = delete;
+    FlowNetwork& operator=(const FlowNetwork&) = delete;
 
     // Runs `phases` (a collective's plan) one after the other; `phases` must outlive the transfer.
     void start(const std::vector<FlowPhase>& phases, TransferListener& listener, std::uint64_t tag);
     void on_event(core::Time now, std::uint64_t tag) override;
 
-    // Bytes each link carried so far (both for reports and tests).
+    // Bytes each link carried so far (both for reports and tests); empty while a network with
+    // borrowed bandwidths has carried nothing.
     const std::vector<double>& link_bytes() const { return link_bytes_; }
     std::size_t active_flows() const { return active_.size(); }
 
@@ -55,19 +72,16 @@ class FlowNetwork final : public core::EventHandler {
     void reallocate();
 
     core::Engine& engine_;
-    std::vector<double> bandwidth_;
-    std::vector<double> link_bytes_;
+    std::vector<double> owned_bandwidth_;
+    const std::vector<double>* bandwidth_;
+    std::unique_ptr<Scratch> owned_scratch_;
+    Scratch* scratch_;
+    std::vector<double> link_bytes_;  // sized on first use
     std::vector<Transfer> transfers_;
     std::vector<int> free_transfers_;
     std::vector<ActiveFlow> active_;
     core::Time last_update_ = 0;
     std::uint64_t generation_ = 0;  // invalidates completion events scheduled before a reallocation
-    // scratch for reallocate()
-    std::vector<double> capacity_;
-    std::vector<int> unfixed_on_link_;
-    std::vector<int> touched_;
-    std::vector<std::size_t> first_flow_, next_flow_;  // per link: its range in flows_by_link_
-    std::vector<std::size_t> flows_by_link_;           // indices into active_
 };
 
 }  // namespace podsim::network

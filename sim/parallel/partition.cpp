@@ -44,7 +44,10 @@ class Partitioner {
         make_resources();
         make_state();
 
-        std::vector<int> order = g_.topological_order();
+        const std::vector<int>& order = g_.topological_order();
+        // Every op of the graph once per microbatch, plus its collectives and copies: reserved so
+        // that emitting does not move the ops already emitted.
+        p_.ops.reserve(g_.size() * static_cast<std::size_t>(std::max(1, in_.training.microbatches)) * 2 + 64);
         std::vector<int> step_ops;
         std::vector<int> optimizer_ops;
         for (int i : order) (g_.op(i).phase == Phase::optimizer ? optimizer_ops : step_ops).push_back(i);
@@ -319,7 +322,7 @@ class Partitioner {
                 }
             }
             DeviceOp d = compute_op(op, mb);
-            for (int pred : g_.predecessors(gi)) {
+            for (int pred : g_.predecessor_lists()[static_cast<std::size_t>(gi)]) {
                 int r = ready[static_cast<std::size_t>(pred)];
                 if (r >= 0) d.deps.push_back(r);
             }

@@ -19,9 +19,7 @@ class ProgramRun final : public core::EventHandler, public network::TransferList
         if (network) {
             int count = 1;
             for (int c : network->network_of_op) count = std::max(count, c + 1);
-            for (int c = 0; c < count; ++c) {
-                networks_.push_back(std::make_unique<network::FlowNetwork>(engine_, network->link_bandwidth));
-            }
+            networks_.resize(static_cast<std::size_t>(count));  // made when first used
             alone_link_bytes_.assign(network->link_bandwidth.size(), 0.0);
         }
         const std::size_t n = program.ops.size();
@@ -44,6 +42,7 @@ class ProgramRun final : public core::EventHandler, public network::TransferList
         if (network_input_) {
             timeline_.link_bytes = std::move(alone_link_bytes_);
             for (const auto& net : networks_) {
+                if (!net) continue;
                 const auto& bytes = net->link_bytes();
                 for (std::size_t l = 0; l < bytes.size(); ++l) timeline_.link_bytes[l] += bytes[l];
             }
@@ -135,6 +134,14 @@ class ProgramRun final : public core::EventHandler, public network::TransferList
             const auto net = network_input_->network_of_op.empty()
                                  ? std::size_t{0}
                                  : static_cast<std::size_t>(network_input_->network_of_op[op]);
+            if (!networks_[net]) {
+                // Contention classes never reallocate at the same time: one scratch serves them all.
+                if (!scratch_)
+                    scratch_ = std::make_unique<network::FlowNetwork::Scratch>(
+                        network_input_->link_bandwidth.size());
+                networks_[net] = std::make_unique<network::FlowNetwork>(
+                    engine_, network_input_->link_bandwidth, *scratch_);
+            }
             networks_[net]->start(network_input_->plan_of_op[op]->phases, *this, op);
         } else {
             engine_.schedule_after(durations_[op], *this, op);
@@ -144,6 +151,7 @@ class ProgramRun final : public core::EventHandler, public network::TransferList
     const parallel::DeviceProgram& program_;
     const NetworkInput* network_input_;
     core::Engine engine_;
+    std::unique_ptr<network::FlowNetwork::Scratch> scratch_;
     std::vector<std::unique_ptr<network::FlowNetwork>> networks_;  // one per contention class
     std::vector<double> alone_link_bytes_;  // bytes of the transfers taken from their run alone
     std::uint64_t replayed_events_ = 0;

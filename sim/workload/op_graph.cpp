@@ -5,20 +5,30 @@
 
 #include "core/assert.hpp"
 
+#include <mutex>
+
 namespace podsim::workload {
 
 struct OpGraph::Graph {
     boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS> g;
 };
 
-OpGraph::OpGraph() : graph_(std::make_unique<Graph>()) {}
+struct OpGraph::Derived {
+    std::once_flag once;
+    bool done = false;
+    std::vector<int> order;
+    std::vector<std::vector<int>> predecessors;
+};
+
+OpGraph::OpGraph() : graph_(std::make_unique<Graph>()), derived_(std::make_unique<Derived>()) {}
 OpGraph::~OpGraph() = default;
 OpGraph::OpGraph(const OpGraph& other)
     : param_groups(other.param_groups),
       layers(other.layers),
       tokens_per_microbatch(other.tokens_per_microbatch),
       ops_(other.ops_),
-      graph_(std::make_unique<Graph>(*other.graph_)) {}
+      graph_(std::make_unique<Graph>(*other.graph_)),
+      derived_(std::make_unique<Derived>()) {}
 OpGraph& OpGraph::operator=(const OpGraph& other) {
     if (this != &other) {
         OpGraph copy(other);
@@ -30,6 +40,7 @@ OpGraph::OpGraph(OpGraph&&) noexcept = default;
 OpGraph& OpGraph::operator=(OpGraph&&) noexcept = default;
 
 int OpGraph::add_op(Op op) {
+    if (derived_->done) derived_ = std::make_unique<Derived>();  // the graph changed: computed again
     ops_.push_back(std::move(op));
     auto v = boost::add_vertex(graph_->g);
     PODSIM_ASSERT(static_cast<std::size_t>(v) + 1 == ops_.size(), "vertex and op indices diverged");
@@ -39,6 +50,7 @@ int OpGraph::add_op(Op op) {
 void OpGraph::add_edge(int from, int to) {
     PODSIM_ASSERT(from >= 0 && to >= 0 && from != to, "bad op edge");
     if (boost::edge(static_cast<std::size_t>(from), static_cast<std::size_t>(to), graph_->g).second) return;
+    if (derived_->done) derived_ = std::make_unique<Derived>();
     boost::add_edge(static_cast<std::size_t>(from), static_cast<std::size_t>(to), graph_->g);
 }
 
@@ -53,7 +65,23 @@ std::size_t OpGraph::edge_count() const {
     return boost::num_edges(graph_->g);
 }
 
-std::vector<int> OpGraph::topological_order() const {
+const std::vector<int>& OpGraph::topological_order() const {
+    std::call_once(derived_->once, [this] {
+        derived_->order = compute_topological_order();
+        derived_->predecessors.resize(ops_.size());
+        for (std::size_t i = 0; i < ops_.size(); ++i)
+            derived_->predecessors[i] = predecessors(static_cast<int>(i));
+        derived_->done = true;
+    });
+    return derived_->order;
+}
+
+const std::vector<std::vector<int>>& OpGraph::predecessor_lists() const {
+    (void)topological_order();
+    return derived_->predecessors;
+}
+
+std::vector<int> OpGraph::compute_topological_order() const {
     // boost::topological_sort proves acyclicity (it throws not_a_dag); the returned order is then
     // rebuilt as the stable order Kahn's algorithm gives with a min-index ready set.
     std::vector<std::size_t> reverse_order;

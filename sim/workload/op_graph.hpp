@@ -41,8 +41,11 @@ class OpGraph {
     std::size_t edge_count() const;
 
     // Ops in an order where every op follows its inputs; ties keep insertion order, which is the
-    // order XLA's sequential schedule would run them. Asserts that the graph is acyclic.
-    std::vector<int> topological_order() const;
+    // order XLA's sequential schedule would run them. Asserts that the graph is acyclic. Computed
+    // once per graph (the first call; thread-safe), since every partition of a shared graph needs it.
+    const std::vector<int>& topological_order() const;
+    // predecessors() of every op, computed with the order.
+    const std::vector<std::vector<int>>& predecessor_lists() const;
 
     std::vector<ParamGroup> param_groups;
     int layers = 0;
@@ -50,8 +53,11 @@ class OpGraph {
 
   private:
     struct Graph;
+    struct Derived;
+    std::vector<int> compute_topological_order() const;
     std::vector<Op> ops_;
     std::unique_ptr<Graph> graph_;
+    std::unique_ptr<Derived> derived_;  // what is computed from the finished graph, once
 };
 
 }  // namespace podsim::workload
