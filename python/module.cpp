@@ -1,6 +1,7 @@
 // The extension behind the Python package `podsim` (python/podsim/__init__.py wraps it): each
 // function takes plain strings, releases the GIL while podsim works, and returns JSON text or
 // plain values. ConfigError carries the diagnostics; InternalError is a bug in podsim.
+#include <cmath>
 #include <string>
 #include <utility>
 #include <vector>
@@ -25,6 +26,13 @@ podsim::RunSpec load(const std::string& source, bool is_file, const std::string&
     std::vector<podsim::Override> overrides;
     for (const auto& [path, value, origin] : given) overrides.push_back({path, value, origin});
     return is_file ? podsim::load_run(source, overrides) : podsim::load_run_text(source, overrides, name);
+}
+
+// Text from user files as a Python str: invalid UTF-8 becomes U+FFFD (as in the JSON outputs)
+// instead of a UnicodeDecodeError.
+py::str text_of(const std::string& s) {
+    return py::reinterpret_steal<py::str>(
+        PyUnicode_DecodeUTF8(s.data(), static_cast<Py_ssize_t>(s.size()), "replace"));
 }
 
 void translate(std::exception_ptr p) {
@@ -143,24 +151,29 @@ PYBIND11_MODULE(_podsim, m) {
                 py::dict d;
                 d["index"] = r.index;
                 d["status"] = r.ok ? "ok" : "skipped";
-                d["reason"] = r.reason;
+                d["reason"] = text_of(r.reason);
                 for (std::size_t i = 0; i < parameters.size() && i < r.values.size(); ++i)
-                    d[py::str(parameters[i])] = r.values[i];
+                    d[text_of(parameters[i])] = text_of(r.values[i]);
                 if (r.ok) {
-                    d["name"] = r.name;
-                    d["chips"] = r.chips;
-                    d["step_time_s"] = r.step_time_s;
-                    d["mfu"] = r.mfu;
-                    d["hfu"] = r.hfu;
-                    d["tokens_per_s"] = r.tokens_per_s;
-                    d["peak_bytes"] = r.peak_bytes;
-                    d["capacity_bytes"] = r.capacity_bytes;
-                    d["fits"] = r.fits;
-                    d["exposed_communication_s"] = r.exposed_communication_s;
-                    d["compute_s"] = r.compute_s;
-                    d["host_peak_bytes"] = r.host_peak_bytes;
-                    d["host_fits"] = r.host_fits;
-                    d["compile_time_s"] = r.compile_time_s;
+                    // The sweep columns of the report registry (`podsim explain sweep`), typed.
+                    const auto fields = podsim::report::sweep_fields();
+                    for (std::size_t i = 0; i < fields.size(); ++i) {
+                        const auto& f = *fields[i];
+                        py::str key(f.name().data(), f.name().size());
+                        const double v = r.number(i);
+                        if (f.type == podsim::report::FieldType::text) {
+                            d[key] = text_of(r.texts[i]);
+                        } else if (std::isnan(v)) {
+                            d[key] = py::none();
+                        } else if (f.type == podsim::report::FieldType::boolean) {
+                            d[key] = v != 0.0;
+                        } else if (f.type == podsim::report::FieldType::integer &&
+                                   std::fabs(v) < 9007199254740992.0) {
+                            d[key] = static_cast<long long>(v);
+                        } else {
+                            d[key] = v;
+                        }
+                    }
                     d["kept"] = r.kept;
                 }
                 out.append(d);

@@ -94,9 +94,9 @@ def sweep(sweep, jobs=None):
 
     sweep: a dict, YAML text or a path (a `base:` path in a dict or text resolves against the
     current directory). Columns: index, status ('ok' or 'skipped'), reason, one per swept key
-    (its dotted path), then the report fields of `podsim sweep`'s results.csv (name, chips,
-    step_time_s, mfu, hfu, tokens_per_s, peak_bytes, capacity_bytes, fits, exposed_communication_s,
-    compute_s, host_peak_bytes, host_fits, compile_time_s, kept). jobs: threads (default: cores).
+    (its dotted path), then the columns of `podsim sweep`'s results.csv, typed (int, float, bool;
+    None when unknown): name, chips, params, step_time_s, mfu, peak_bytes, fits, compute_s, ...,
+    kept. explain('sweep') lists each with its unit and meaning. jobs: threads (default: cores).
     """
     parameters, rows = _podsim.sweep(*_source(sweep), int(jobs or 0))
     for row in rows:
@@ -141,5 +141,6 @@ def validate(suite="tests/validation"):
 
 
 def explain(what="run"):
-    """Every key of a schema (run, model, topology, calibration, ...) with type, default and help."""
+    """Every key of a schema (run, model, topology, calibration, ...) with type, default and help;
+    'report' and 'sweep': every field of the report and of a sweep row with type, unit and meaning."""
     return _podsim.explain(what)

@@ -144,7 +144,20 @@ class SweepTest(unittest.TestCase):
         if not isinstance(rows, list):
             rows = rows.to_dict("records")
         self.assertEqual([r["training.per_chip_batch"] for r in rows], [16, 32])
-        self.assertEqual(rows[1]["step_time_s"], podsim.run(DEFAULT)["step_time_s"])  # 32 per chip = 128
+        report = podsim.run(DEFAULT)  # 32 per chip = 128, the second row
+        self.assertEqual(rows[1]["step_time_s"], report["step_time_s"])
+        # The sweep columns of the report registry (`podsim explain sweep`), typed as in the report.
+        self.assertEqual(rows[1]["peak_bytes"], report["memory"]["peak_bytes"])
+        self.assertEqual(rows[1]["host_fits"], report["host_memory"]["fits"])
+        self.assertEqual(rows[1]["idle_s"], report["breakdown_s"]["idle"])
+        self.assertIs(type(rows[1]["params"]), int)
+        self.assertIs(type(rows[1]["chips"]), int)
+        self.assertIs(type(rows[1]["fits"]), bool)
+        self.assertEqual(rows[1]["params"], report["params"])
+        explained = podsim.explain("sweep")
+        for column in ("params", "exposed_communication_s", "communication_s", "host_fits", "kept"):
+            self.assertIn(column, rows[1])
+            self.assertIn(f"\n  {column} ", explained)
         sweep["axes"] = {"training.per_chip_bach": [16]}
         with self.assertRaises(podsim.ConfigError) as caught:
             podsim.sweep(sweep)

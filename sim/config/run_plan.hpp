@@ -6,7 +6,11 @@
 #include <string_view>
 #include <vector>
 
+#include "config/whole_run_keys.hpp"
+
 namespace podsim::config {
+
+// Enums in the order of their name tables (whole_run_keys.hpp).
 
 // Which parts of PyTorch/XLA's host work between two executions overlap the previous execution,
 // as the releases did: none; RunPostOrder (pytorch/xla PR 3457); RunPostOrder and FetchTensorData
@@ -26,26 +30,42 @@ enum class CompileCache { process, persistent };
 
 enum class LengthDistribution { fixed, uniform, normal, buckets };
 
+static_assert(kOverlapNames.size() == static_cast<std::size_t>(Overlap::run_post_order_and_fetch) + 1);
+static_assert(kPaddingNames.size() == static_cast<std::size_t>(Padding::max) + 1);
+static_assert(kAccumulateNames.size() == static_cast<std::size_t>(Accumulate::host) + 1);
+static_assert(kCompileCacheNames.size() == static_cast<std::size_t>(CompileCache::persistent) + 1);
+static_assert(kDistributionNames.size() == static_cast<std::size_t>(LengthDistribution::buckets) + 1);
+
+// A count key's declared default, as the int the plan holds (its bounds keep it in range).
+consteval int whole_run_count(std::string_view path) {
+    return static_cast<int>(whole_run_key(path).integer_default());
+}
+
 // The sequence lengths of a run's batches (text models).
 struct SequenceLengths {
-    LengthDistribution distribution = LengthDistribution::fixed;
+    LengthDistribution distribution =
+        whole_run_key("whole_run.seq_len.distribution").choice_default<LengthDistribution>();
     int min = 0, max = 0;             // tokens; uniform and normal are clipped to [min, max]
     double mean = 0.0, stddev = 0.0;  // normal
     std::vector<int> buckets;         // padding targets (padding: bucket), or the lengths drawn
     std::vector<double> weights;      // frequencies of the buckets (distribution: buckets)
-    Padding padding = Padding::none;
+    Padding padding = whole_run_key("whole_run.seq_len.padding").choice_default<Padding>();
 
     bool operator==(const SequenceLengths&) const = default;
 };
 
+// Defaults from the declarations (whole_run_keys.hpp).
 struct EvalPlan {
-    int every = 0;       // train steps between evaluations; 0: once, after training
-    int steps = 0;       // forward-only steps per evaluation
-    int batch = 0;       // 0: the training batch
-    int last_batch = 0;  // samples in a last, partial batch of each evaluation; 0: none
-    Accumulate accumulate = Accumulate::none;
-    int accumulated_tensors = 1;                // tensors per step (one per field of the result)
-    double accumulated_bytes_per_sample = 4.0;  // per tensor
+    int every =
+        whole_run_count("whole_run.eval.every");  // train steps between evaluations; 0: once, after training
+    int steps = whole_run_count("whole_run.eval.steps");  // forward-only steps per evaluation
+    int batch = 0;  // 0: the training batch (the key has no constant default)
+    int last_batch =
+        whole_run_count("whole_run.eval.last_batch");  // samples in a last, partial batch; 0: none
+    Accumulate accumulate = whole_run_key("whole_run.eval.accumulate").choice_default<Accumulate>();
+    int accumulated_tensors =
+        whole_run_count("whole_run.eval.accumulated_tensors");  // one per field of the result
+    double accumulated_bytes_per_sample = whole_run_key("whole_run.eval.bytes_per_sample").default_value;
 
     bool operator==(const EvalPlan&) const = default;
 };
@@ -53,19 +73,21 @@ struct EvalPlan {
 // A run of many steps (the `whole_run:` block of a run config). Everything the single step does
 // not know: how many steps, what changes between them, what the host does around them.
 struct RunPlan {
-    int train_steps = 0;
+    int train_steps = whole_run_count("whole_run.train_steps");
     EvalPlan eval;
-    int log_every = 0;  // a host sync (loss.item()) every k train steps; 0: never
+    int log_every =
+        whole_run_count("whole_run.log_every");  // a host sync (loss.item()) every k train steps; 0: never
     SequenceLengths lengths;
-    int last_batch = 0;               // samples in a last, partial training batch; 0: none
-    int unlowered_ops = 0;            // ops without an XLA lowering per step: the graph is split around each
-    double unlowered_bytes = 4096.0;  // bytes each of them moves to the host and back
-    double input_host_time = 0.0;     // seconds of input pipeline host work per batch (background loader)
+    int last_batch = whole_run_count("whole_run.last_batch");  // samples in a last, partial training batch
+    int unlowered_ops = whole_run_count("whole_run.unlowered_ops");  // ops without an XLA lowering per step
+    double unlowered_bytes = whole_run_key("whole_run.unlowered_bytes").default_value;  // each, both ways
+    double input_host_time = whole_run_key("whole_run.input.host_time").default_value;  // s per batch
     std::optional<double> input_bytes;  // host-to-device bytes per batch; default: the token ids
-    CompileCache cache = CompileCache::process;
+    CompileCache cache = whole_run_key("whole_run.compile_cache").choice_default<CompileCache>();
     std::optional<Overlap> overlap;  // PyTorch/XLA; default: both overlapped (current releases)
-    int steady_window = 100;         // steps averaged for the steady-state figures
-    std::uint64_t seed = 1;          // sequence-length draws
+    int steady_window =
+        whole_run_count("whole_run.steady_window");  // steps averaged for the steady-state figures
+    std::uint64_t seed = static_cast<std::uint64_t>(whole_run_key("whole_run.seed").integer_default());
 
     bool operator==(const RunPlan&) const = default;
 };

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "config/whole_run_keys.hpp"
 #include "config/yaml_reader.hpp"
 
 namespace podsim::config::detail {
@@ -34,20 +35,28 @@ std::vector<double> number_list(const MapReader& r, const std::string& key) {
 
 RunPlan parse_whole_run(const YAML::Node& node, const std::string& file, const std::string& path,
                         const RunSpec& spec, core::Diagnostics& d) {
-    using core::Dimension;
-    RunPlan plan;
+    RunPlan plan;  // its members start at the declared defaults (whole_run_keys.hpp)
     MapReader r(node, file, path, d, keys_of("whole_run"));
     if (!r.ok()) return plan;
-    plan.train_steps = static_cast<int>(r.integer("train_steps", false, 0).value_or(0));
-    plan.log_every = static_cast<int>(r.integer("log_every", false, 0).value_or(0));
-    plan.last_batch = static_cast<int>(r.integer("last_batch", false, 0).value_or(0));
-    plan.unlowered_ops = static_cast<int>(r.integer("unlowered_ops", false, 0).value_or(0));
-    plan.unlowered_bytes = r.quantity("unlowered_bytes", Dimension::bytes, false).value_or(4096.0);
-    plan.steady_window = static_cast<int>(r.integer("steady_window", false, 1).value_or(100));
-    plan.seed = static_cast<std::uint64_t>(r.integer("seed", false, 0).value_or(1));
-    if (auto c = r.choice("compile_cache", {"process", "persistent"}, false))
+    // Each key as declared: its default when absent, its bounds checked; a wrong value leaves the
+    // default (the mistake is recorded).
+    auto count = [](const MapReader& m, const core::Key& key, int& member,
+                    std::optional<bool> required = {}) {
+        if (auto v = m.integer(key, required)) member = static_cast<int>(*v);
+    };
+    auto amount = [](const MapReader& m, const core::Key& key, double& member) {
+        if (auto v = m.quantity(key)) member = *v;
+    };
+    count(r, whole_run_key("whole_run.train_steps"), plan.train_steps);
+    count(r, whole_run_key("whole_run.log_every"), plan.log_every);
+    count(r, whole_run_key("whole_run.last_batch"), plan.last_batch);
+    count(r, whole_run_key("whole_run.unlowered_ops"), plan.unlowered_ops);
+    amount(r, whole_run_key("whole_run.unlowered_bytes"), plan.unlowered_bytes);
+    count(r, whole_run_key("whole_run.steady_window"), plan.steady_window);
+    if (auto seed = r.integer(whole_run_key("whole_run.seed"))) plan.seed = static_cast<std::uint64_t>(*seed);
+    if (auto c = r.choice(whole_run_key("whole_run.compile_cache")))
         plan.cache = static_cast<CompileCache>(*c);
-    if (auto o = r.choice("overlap", {"none", "run_post_order", "run_post_order_and_fetch"}, false)) {
+    if (auto o = r.choice(whole_run_key("whole_run.overlap"))) {
         plan.overlap = static_cast<Overlap>(*o);
         if (!parallel::is_pytorch_xla(spec.runtime.framework))
             r.error("overlap", "is a PyTorch/XLA setting; runtime.framework is jax");
@@ -58,17 +67,17 @@ RunPlan parse_whole_run(const YAML::Node& node, const std::string& file, const s
     if (r.has("seq_len")) {
         MapReader s(r.raw("seq_len"), file, r.path_of("seq_len"), d, keys_of("whole_run.seq_len"));
         auto& l = plan.lengths;
-        if (auto dist = s.choice("distribution", {"fixed", "uniform", "normal", "buckets"}, false))
+        if (auto dist = s.choice(whole_run_key("whole_run.seq_len.distribution")))
             l.distribution = static_cast<LengthDistribution>(*dist);
-        if (auto p = s.choice("padding", {"none", "bucket", "max"}, false))
+        if (auto p = s.choice(whole_run_key("whole_run.seq_len.padding")))
             l.padding = static_cast<Padding>(*p);
         const bool ranged =
             l.distribution == LengthDistribution::uniform || l.distribution == LengthDistribution::normal;
-        l.min = static_cast<int>(s.integer("min", ranged, 1).value_or(0));
-        l.max = static_cast<int>(s.integer("max", ranged || l.padding == Padding::max, 1).value_or(0));
+        count(s, whole_run_key("whole_run.seq_len.min"), l.min, ranged);
+        count(s, whole_run_key("whole_run.seq_len.max"), l.max, ranged || l.padding == Padding::max);
         const bool normal = l.distribution == LengthDistribution::normal;
-        l.mean = s.number("mean", normal).value_or(0.0);
-        l.stddev = s.number("stddev", normal).value_or(0.0);
+        if (auto mean = s.number(whole_run_key("whole_run.seq_len.mean"), normal)) l.mean = *mean;
+        if (auto stddev = s.number(whole_run_key("whole_run.seq_len.stddev"), normal)) l.stddev = *stddev;
         for (double b : number_list(s, "buckets")) l.buckets.push_back(static_cast<int>(b));
         l.weights = number_list(s, "weights");
         const bool uses_buckets =
@@ -101,23 +110,22 @@ RunPlan parse_whole_run(const YAML::Node& node, const std::string& file, const s
     if (r.has("eval")) {
         MapReader e(r.raw("eval"), file, r.path_of("eval"), d, keys_of("whole_run.eval"));
         auto& ev = plan.eval;
-        ev.every = static_cast<int>(e.integer("every", false, 0).value_or(0));
-        ev.steps = static_cast<int>(e.integer("steps", false, 0).value_or(0));
-        ev.batch = static_cast<int>(e.integer("batch", false, 1).value_or(0));
-        ev.last_batch = static_cast<int>(e.integer("last_batch", false, 0).value_or(0));
-        if (auto a = e.choice("accumulate", {"none", "device", "host"}, false))
+        count(e, whole_run_key("whole_run.eval.every"), ev.every);
+        count(e, whole_run_key("whole_run.eval.steps"), ev.steps);
+        count(e, whole_run_key("whole_run.eval.batch"), ev.batch);
+        count(e, whole_run_key("whole_run.eval.last_batch"), ev.last_batch);
+        if (auto a = e.choice(whole_run_key("whole_run.eval.accumulate")))
             ev.accumulate = static_cast<Accumulate>(*a);
-        ev.accumulated_tensors = static_cast<int>(e.integer("accumulated_tensors", false, 1).value_or(1));
-        ev.accumulated_bytes_per_sample =
-            e.quantity("bytes_per_sample", Dimension::bytes, false).value_or(4.0);
+        count(e, whole_run_key("whole_run.eval.accumulated_tensors"), ev.accumulated_tensors);
+        amount(e, whole_run_key("whole_run.eval.bytes_per_sample"), ev.accumulated_bytes_per_sample);
         const long batch = ev.batch > 0 ? ev.batch : spec.training.global_batch;
         if (ev.last_batch > 0 && ev.last_batch >= batch)
             e.error("last_batch", fmt::format("must be smaller than the evaluation batch ({})", batch));
     }
     if (r.has("input")) {
         MapReader in(r.raw("input"), file, r.path_of("input"), d, keys_of("whole_run.input"));
-        plan.input_host_time = in.quantity("host_time", Dimension::time, false).value_or(0.0);
-        plan.input_bytes = in.quantity("bytes", Dimension::bytes, false);
+        amount(in, whole_run_key("whole_run.input.host_time"), plan.input_host_time);
+        plan.input_bytes = in.quantity(whole_run_key("whole_run.input.bytes"));
     }
     if (plan.train_steps == 0 && plan.eval.steps == 0)
         r.error("train_steps", "a whole run needs train_steps or eval.steps");

@@ -1,8 +1,6 @@
 #include "memory/memory_profile.hpp"
 
 #include <algorithm>
-#include <map>
-#include <tuple>
 
 namespace podsim::memory {
 namespace {
@@ -36,17 +34,36 @@ MemoryProfile profile_memory(const parallel::DeviceProgram& program, const sched
     const auto& ops = program.ops;
     const auto& spans = timeline.spans;
 
-    std::map<std::pair<int, int>, core::Time> backward_end;         // (layer, microbatch)
-    std::map<std::tuple<int, int, int>, core::Time> last_user_end;  // (group, pass, microbatch)
+    // Flat tables: (layer, microbatch) -> end of the layer's backward, (group, pass, microbatch) ->
+    // end of the group's last user; -1 where there is none.
+    int min_layer = 0, max_layer = 0, max_group = 0, max_microbatch = 0;
+    for (const auto& op : ops) {
+        min_layer = std::min(min_layer, op.layer);
+        max_layer = std::max(max_layer, op.layer);
+        max_group = std::max(max_group, op.param_group);
+        max_microbatch = std::max(max_microbatch, op.microbatch);
+    }
+    const auto microbatches = static_cast<std::size_t>(max_microbatch) + 1;
+    auto layer_slot = [&](int layer, int microbatch) {
+        return static_cast<std::size_t>(layer - min_layer) * microbatches +
+               static_cast<std::size_t>(microbatch);
+    };
+    auto group_slot = [&](int group, int pass, int microbatch) {
+        return (static_cast<std::size_t>(group) * 2 + static_cast<std::size_t>(pass)) * microbatches +
+               static_cast<std::size_t>(microbatch);
+    };
+    std::vector<core::Time> backward_end(static_cast<std::size_t>(max_layer - min_layer + 1) * microbatches,
+                                         -1);
+    std::vector<core::Time> last_user_end((static_cast<std::size_t>(max_group) + 1) * 2 * microbatches, -1);
     for (std::size_t i = 0; i < ops.size(); ++i) {
         const auto& op = ops[i];
         if (!is_compute(op) || op.phase == workload::Phase::optimizer) continue;
         if (op.phase != workload::Phase::forward) {
-            auto& end = backward_end[{op.layer, op.microbatch}];
+            auto& end = backward_end[layer_slot(op.layer, op.microbatch)];
             end = std::max(end, spans[i].end);
         }
         if (op.param_group >= 0) {
-            auto& end = last_user_end[{op.param_group, pass_of(op.phase), op.microbatch}];
+            auto& end = last_user_end[group_slot(op.param_group, pass_of(op.phase), op.microbatch)];
             end = std::max(end, spans[i].end);
         }
     }
@@ -77,8 +94,8 @@ MemoryProfile profile_memory(const parallel::DeviceProgram& program, const sched
         const auto& span = spans[i];
         if (is_compute(op)) {
             if (awaits_backward(op)) {
-                auto it = backward_end.find({op.layer, op.microbatch});
-                core::Time free_at = it != backward_end.end() ? std::max(it->second, span.end) : span.end;
+                const core::Time end = backward_end[layer_slot(op.layer, op.microbatch)];
+                core::Time free_at = end >= 0 ? std::max(end, span.end) : span.end;
                 changes.push_back({span.start, op.output_bytes, kActivations});
                 if (op.offloaded && offload_end[i] >= 0 && reload_start[i] >= 0) {
                     changes.push_back({offload_end[i], -op.output_bytes, kActivations});
@@ -91,8 +108,9 @@ MemoryProfile profile_memory(const parallel::DeviceProgram& program, const sched
             if (previous >= 0) free_temporary(previous, span.end);
             previous = static_cast<int>(i);
         } else if (op.category == parallel::OpCategory::all_gather && op.param_group >= 0) {
-            auto it = last_user_end.find({op.param_group, pass_of(op.phase), op.microbatch});
-            core::Time free_at = it != last_user_end.end() ? std::max(it->second, span.end) : span.end;
+            const core::Time end =
+                last_user_end[group_slot(op.param_group, pass_of(op.phase), op.microbatch)];
+            core::Time free_at = end >= 0 ? std::max(end, span.end) : span.end;
             changes.push_back({span.start, op.collective_bytes, kGathered});
             changes.push_back({free_at, -op.collective_bytes, kGathered});
         } else if (op.category == parallel::OpCategory::reduce_scatter && op.param_group >= 0) {

@@ -128,18 +128,23 @@ void FlowNetwork::reallocate() {
             flows_by_link_[next_flow_[static_cast<std::size_t>(link)]++] = i;
     }
     std::size_t unfixed = active_.size();
+    std::size_t live = touched.size();  // links with unfixed flows: a prefix of touched, in order
     while (unfixed > 0) {
         double best = std::numeric_limits<double>::infinity();
         int bottleneck = -1;
-        for (int link : touched) {
+        std::size_t kept = 0;
+        for (std::size_t k = 0; k < live; ++k) {
+            const int link = touched[k];
             auto l = static_cast<std::size_t>(link);
             if (unfixed_on_link_[l] == 0) continue;
+            touched[kept++] = link;  // stable: ties still go to the first link in touched order
             double share = capacity_[l] / unfixed_on_link_[l];
             if (share < best) {
                 best = share;
                 bottleneck = link;
             }
         }
+        live = kept;
         PODSIM_ASSERT(bottleneck >= 0, "flows without links");
         const auto b = static_cast<std::size_t>(bottleneck);
         for (std::size_t k = first_flow_[b]; k < next_flow_[b]; ++k) {
@@ -154,7 +159,7 @@ void FlowNetwork::reallocate() {
             }
         }
     }
-    for (int link : touched) unfixed_on_link_[static_cast<std::size_t>(link)] = 0;
+    // Every flow is fixed, so every count is back to zero (the invariant the next call relies on).
     // Next arrival.
     double soonest = std::numeric_limits<double>::infinity();
     for (const auto& f : active_) soonest = std::min(soonest, f.remaining / f.rate);

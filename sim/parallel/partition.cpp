@@ -45,8 +45,6 @@ class Partitioner {
         make_state();
 
         const std::vector<int>& order = g_.topological_order();
-        predecessors_.resize(g_.size());
-        for (std::size_t i = 0; i < g_.size(); ++i) predecessors_[i] = g_.predecessors(static_cast<int>(i));
         // Every op of the graph once per microbatch, plus its collectives and copies: reserved so
         // that emitting does not move the ops already emitted.
         p_.ops.reserve(g_.size() * static_cast<std::size_t>(std::max(1, in_.training.microbatches)) * 2 + 64);
@@ -324,7 +322,7 @@ class Partitioner {
                 }
             }
             DeviceOp d = compute_op(op, mb);
-            for (int pred : predecessors_[static_cast<std::size_t>(gi)]) {
+            for (int pred : g_.predecessor_lists()[static_cast<std::size_t>(gi)]) {
                 int r = ready[static_cast<std::size_t>(pred)];
                 if (r >= 0) d.deps.push_back(r);
             }
@@ -446,7 +444,6 @@ class Partitioner {
     const PartitionInput& in_;
     const workload::OpGraph& g_;
     DeviceProgram p_;
-    std::vector<std::vector<int>> predecessors_;  // of each graph op
     long data_ = 1, fsdp_ = 1, tensor_ = 1;
     double batch_div_ = 1.0;
     double param_bytes_ = 4.0;

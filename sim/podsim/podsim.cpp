@@ -13,6 +13,7 @@
 #include "core/quantity.hpp"
 #include "core/suggest.hpp"
 #include "report/format.hpp"
+#include "report/report_fields.hpp"
 
 namespace podsim {
 
@@ -156,7 +157,7 @@ std::string validation_json(const std::vector<ValidationResult>& results) {
 }
 
 std::string explain(std::string_view what) {
-    auto known = config::explainable();
+    auto known = explainable();
     if (std::find(known.begin(), known.end(), what) == known.end()) {
         std::string message = fmt::format("cannot explain '{}': one of {}", what, fmt::join(known, ", "));
         if (auto hint = core::closest_match(std::string(what), known))
@@ -165,11 +166,15 @@ std::string explain(std::string_view what) {
         d.error({"podsim explain", 0, 0}, "", message);
         throw ConfigError(d);
     }
+    if (what == "report") return report::explain_report();
+    if (what == "sweep") return report::explain_sweep();
     return config::explain(what);
 }
 
 std::vector<std::string> explainable() {
-    return config::explainable();
+    auto names = config::explainable();
+    names.insert(names.end(), {"report", "sweep"});
+    return names;
 }
 
 }  // namespace podsim

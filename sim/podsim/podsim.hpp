@@ -20,6 +20,7 @@
 #include "core/assert.hpp"
 #include "core/diagnostics.hpp"
 #include "profile/suite.hpp"
+#include "report/report_fields.hpp"
 #include "report/run_report.hpp"
 #include "run/collective_run.hpp"
 #include "run/run_spec.hpp"
@@ -37,6 +38,9 @@ using RunSpec = run::RunSpec;
 using Simulation = run::Simulation;
 using SimulateOptions = run::SimulateOptions;
 using RunReport = report::RunReport;
+// The report's fields (name, unit, meaning, type, accessor): report::report_fields(), and the
+// columns of sweep rows, report::sweep_fields().
+using ReportField = report::ReportField;
 using Override = config::Override;
 
 // ------------------------------------------------------------------ loading and checking
@@ -119,7 +123,8 @@ std::string validation_json(const std::vector<ValidationResult>& results);
 
 // ------------------------------------------------------------------ documentation
 
-// `podsim explain WHAT`: every key of a schema with type, unit, default and help.
+// `podsim explain WHAT`: every key of a schema with type, unit, default and help; "report" and
+// "sweep": every field of the report and of a sweep row with type, unit and meaning.
 std::string explain(std::string_view what);
 std::vector<std::string> explainable();
 

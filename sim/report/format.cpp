@@ -1,6 +1,7 @@
 #include "report/format.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include <fmt/format.h>
 
@@ -8,6 +9,7 @@
 
 #include "core/quantity.hpp"
 #include "core/time.hpp"
+#include "report/report_fields.hpp"
 
 namespace podsim::report {
 
@@ -102,83 +104,54 @@ std::string format_table(const RunReport& r) {
     return out;
 }
 
+namespace {
+
+nlohmann::ordered_json list_json(const RunReport& r, std::string_view path) {
+    auto out = nlohmann::ordered_json::array();
+    if (path == "op_stats") {
+        for (const auto& s : r.op_stats)
+            out.push_back({{"category", s.category},
+                           {"count", s.count},
+                           {"time_s", s.time_s},
+                           {"fraction", s.fraction}});
+    } else if (path == "matmul_shapes") {
+        for (const auto& s : r.matmul_shapes)
+            out.push_back(
+                {{"shape", s.category}, {"count", s.count}, {"time_s", s.time_s}, {"fraction", s.fraction}});
+    } else if (path == "resources") {
+        for (const auto& res : r.resources)
+            out.push_back({{"name", res.name}, {"busy_s", res.busy_s}, {"utilization", res.utilization}});
+    }
+    return out;
+}
+
+}  // namespace
+
+nlohmann::ordered_json number_json(FieldType type, double v) {
+    if (std::isnan(v)) return nullptr;
+    if (type == FieldType::boolean) return v != 0.0;
+    if (type == FieldType::integer && std::fabs(v) < 9007199254740992.0)  // 2^53: exact
+        return static_cast<long long>(v);
+    return v;  // nlohmann writes a non-finite number as null
+}
+
 std::string format_json(const RunReport& r) {
     nlohmann::ordered_json j;
     j["schema"] = "podsim.report/v1";
-    j["name"] = r.name;
-    j["model"] = r.model;
-    j["topology"] = r.topology;
-    j["slice"] = r.slice;
-    j["slices"] = r.slices;
-    j["mesh"] = r.mesh;
-    j["framework"] = r.framework;
-    j["async_collectives"] = r.async_collectives;
-    j["chips"] = r.chips / std::max(1, r.devices_per_chip);
-    j["devices"] = r.chips;  // what the mesh counts: chips x devices_per_chip
-    j["devices_per_chip"] = r.devices_per_chip;
-    j["params"] = r.params;
-    j["step_time_s"] = r.step_time_s;
-    j["tokens_per_step"] = r.tokens_per_step;
-    j["tokens_per_s"] = r.tokens_per_s;
-    j["model_flops_per_step"] = r.model_flops_per_step;
-    j["hardware_flops_per_step"] = r.hardware_flops_per_step;
-    j["peak_flops_per_chip"] = r.peak_flops_per_chip;
-    j["mfu"] = r.mfu;
-    j["hfu"] = r.hfu;
-    j["mfu_convention"] = r.mfu_convention;
-    const auto& m = r.memory;
-    j["memory"] = {{"peak_bytes", m.peak_bytes},
-                   {"capacity_bytes", m.capacity_bytes},
-                   {"fits", m.fits},
-                   {"overflow_bytes", m.overflow_bytes},
-                   {"params_bytes", m.params_bytes},
-                   {"grads_bytes", m.grads_bytes},
-                   {"optimizer_bytes", m.optimizer_bytes},
-                   {"activations_bytes", m.activations_bytes},
-                   {"gathered_weights_bytes", m.gathered_weights_bytes},
-                   {"collective_buffers_bytes", m.collective_buffers_bytes},
-                   {"temporaries_bytes", m.temporaries_bytes},
-                   {"peak_op", m.peak_op},
-                   {"peak_time_s", m.peak_time_s}};
-    j["host_memory"] = {
-        {"peak_bytes_per_host", r.host_peak_bytes},
-        {"capacity_bytes",
-         r.host_capacity_bytes > 0 ? nlohmann::json(r.host_capacity_bytes) : nlohmann::json(nullptr)},
-        {"fits", r.host_capacity_bytes > 0 ? nlohmann::json(r.host_fits) : nlohmann::json(nullptr)},
-        {"processes_per_host", r.host_processes},
-        {"init", r.host_full_model ? "full" : "sharded"}};
-    j["compile_time_s"] = r.compile_time_s;
-    j["fsdp_prefetch"] = {{"depth", r.prefetch_depth}, {"limited_by_memory", r.prefetch_limited_by_memory}};
-    j["recompile_every_step"] = r.recompile_every_step;
-    j["breakdown_s"] = {{"compute", r.compute_s},
-                        {"exposed_communication", r.exposed_communication_s},
-                        {"host", r.host_s},
-                        {"idle", r.idle_s}};
-    j["communication_s"] = {{"total", r.communication_s},
-                            {"overlapped", r.overlapped_communication_s},
-                            {"exposed", r.exposed_communication_s}};
-    j["phase_s"] = {{"forward", r.forward_s},
-                    {"backward", r.backward_s},
-                    {"recompute", r.recompute_s},
-                    {"optimizer", r.optimizer_s}};
-    auto stats = nlohmann::ordered_json::array();
-    for (const auto& s : r.op_stats) {
-        stats.push_back(
-            {{"category", s.category}, {"count", s.count}, {"time_s", s.time_s}, {"fraction", s.fraction}});
+    // Fields in registry order; "memory.peak_bytes" goes to j["memory"]["peak_bytes"].
+    for (const auto& field : report_fields()) {
+        auto dot = field.path.find('.');
+        nlohmann::ordered_json value = field.type == FieldType::text ? nlohmann::ordered_json(field.text(r))
+                                       : field.type == FieldType::list
+                                           ? list_json(r, field.path)
+                                           : number_json(field.type, field.number(r));
+        if (dot == std::string_view::npos) {
+            j[std::string(field.path)] = std::move(value);
+        } else {
+            j[std::string(field.path.substr(0, dot))][std::string(field.path.substr(dot + 1))] =
+                std::move(value);
+        }
     }
-    j["op_stats"] = stats;
-    auto shapes = nlohmann::ordered_json::array();
-    for (const auto& s : r.matmul_shapes) {
-        shapes.push_back(
-            {{"shape", s.category}, {"count", s.count}, {"time_s", s.time_s}, {"fraction", s.fraction}});
-    }
-    j["matmul_shapes"] = shapes;
-    auto resources = nlohmann::ordered_json::array();
-    for (const auto& res : r.resources) {
-        resources.push_back({{"name", res.name}, {"busy_s", res.busy_s}, {"utilization", res.utilization}});
-    }
-    j["resources"] = resources;
-    j["simulation"] = {{"ops", r.ops}, {"events", r.events}};
     // Names and ids come from user files: invalid UTF-8 becomes U+FFFD rather than an exception.
     return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cstdint>
 #include <map>
-#include <set>
 #include <tuple>
 
 #include <fmt/format.h>
@@ -138,19 +137,30 @@ bool no_prefetch_can_fit(const parallel::DeviceProgram& program, double capacity
         return op.category == parallel::OpCategory::matmul || op.category == parallel::OpCategory::fusion;
     };
     // Outputs whose layer has no backward op are freed when their op ends: not counted.
-    std::set<std::pair<int, int>> has_backward;  // (layer, microbatch)
+    int min_layer = 0, max_layer = 0, microbatches = 1;
+    for (const auto& op : program.ops) {
+        min_layer = std::min(min_layer, op.layer);
+        max_layer = std::max(max_layer, op.layer);
+        microbatches = std::max(microbatches, op.microbatch + 1);
+    }
+    auto slot = [&](const parallel::DeviceOp& op) {
+        return static_cast<std::size_t>(op.layer - min_layer) * static_cast<std::size_t>(microbatches) +
+               static_cast<std::size_t>(op.microbatch);
+    };
+    std::vector<bool> has_backward(static_cast<std::size_t>(max_layer - min_layer + 1) *
+                                   static_cast<std::size_t>(microbatches));
     for (const auto& op : program.ops) {
         if (is_compute(op) && op.phase != workload::Phase::forward && op.phase != workload::Phase::optimizer)
-            has_backward.insert({op.layer, op.microbatch});
+            has_backward[slot(op)] = true;
     }
-    std::map<int, double> kept;  // microbatch -> bytes
+    std::vector<double> kept(static_cast<std::size_t>(microbatches), 0.0);  // per microbatch
     for (const auto& op : program.ops) {
         if (is_compute(op) && op.phase == workload::Phase::forward && op.kept_for_backward && !op.offloaded &&
-            has_backward.count({op.layer, op.microbatch}) > 0)
-            kept[op.microbatch] += op.output_bytes;
+            has_backward[slot(op)])
+            kept[static_cast<std::size_t>(op.microbatch)] += op.output_bytes;
     }
     double least_peak = fixed;
-    for (const auto& [microbatch, bytes] : kept) least_peak = std::max(least_peak, fixed + bytes);
+    for (double bytes : kept) least_peak = std::max(least_peak, fixed + bytes);
     // The profile adds the same terms in another order: a relative margin covers the rounding.
     return least_peak * (1.0 - 1e-9) <= capacity_bytes;
 }

@@ -74,39 +74,47 @@ class ProgramRun final : public core::EventHandler, public network::TransferList
     }
 
     void build_dependencies(bool synchronous) {
+        // Synchronous collectives also wait for the compute before them, and compute waits for the
+        // collectives issued since the last compute: extra edges beside each op's own deps.
         const std::size_t n = program_.ops.size();
-        std::vector<std::vector<int>> deps(n);
-        int last_compute = -1;
-        std::vector<int> since_compute;  // collectives issued since the last compute op
-        for (std::size_t i = 0; i < n; ++i) {
-            const auto& op = program_.ops[i];
-            deps[i] = op.deps;
-            if (!synchronous) continue;
-            if (parallel::is_collective(op.category)) {
-                if (last_compute >= 0) deps[i].push_back(last_compute);
-                since_compute.push_back(static_cast<int>(i));
-            } else if (op.category == parallel::OpCategory::matmul ||
-                       op.category == parallel::OpCategory::fusion) {
-                deps[i].insert(deps[i].end(), since_compute.begin(), since_compute.end());
-                since_compute.clear();
-                last_compute = static_cast<int>(i);
+        std::vector<std::pair<int, int>> extra;  // (from, to)
+        if (synchronous) {
+            int last_compute = -1;
+            std::vector<int> since_compute;  // collectives issued since the last compute op
+            for (std::size_t i = 0; i < n; ++i) {
+                const auto& op = program_.ops[i];
+                if (parallel::is_collective(op.category)) {
+                    if (last_compute >= 0) extra.emplace_back(last_compute, static_cast<int>(i));
+                    since_compute.push_back(static_cast<int>(i));
+                } else if (op.category == parallel::OpCategory::matmul ||
+                           op.category == parallel::OpCategory::fusion) {
+                    for (int c : since_compute) extra.emplace_back(c, static_cast<int>(i));
+                    since_compute.clear();
+                    last_compute = static_cast<int>(i);
+                }
             }
         }
         pending_.assign(n, 0);
         succ_begin_.assign(n + 1, 0);
-        for (std::size_t i = 0; i < n; ++i) {
-            for (int d : deps[i]) {
-                PODSIM_ASSERT(d >= 0 && static_cast<std::size_t>(d) < i,
-                              "dependency not earlier in program order");
-                ++succ_begin_[static_cast<std::size_t>(d) + 1];
-            }
-            pending_[i] = static_cast<int>(deps[i].size());
-        }
+        auto count = [&](int from, std::size_t to) {
+            PODSIM_ASSERT(from >= 0 && static_cast<std::size_t>(from) < to,
+                          "dependency not earlier in program order");
+            ++succ_begin_[static_cast<std::size_t>(from) + 1];
+            ++pending_[to];
+        };
+        for (std::size_t i = 0; i < n; ++i)
+            for (int d : program_.ops[i].deps) count(d, i);
+        for (const auto& [from, to] : extra) count(from, static_cast<std::size_t>(to));
         for (std::size_t i = 0; i < n; ++i) succ_begin_[i + 1] += succ_begin_[i];
         successors_.resize(succ_begin_[n]);
         std::vector<std::size_t> fill(succ_begin_.begin(), succ_begin_.end() - 1);
+        // Successors of each op in the order the old adjacency lists gave: by successor, own deps first.
+        std::size_t e = 0;
         for (std::size_t i = 0; i < n; ++i) {
-            for (int d : deps[i]) successors_[fill[static_cast<std::size_t>(d)]++] = static_cast<int>(i);
+            for (int d : program_.ops[i].deps)
+                successors_[fill[static_cast<std::size_t>(d)]++] = static_cast<int>(i);
+            for (; e < extra.size() && static_cast<std::size_t>(extra[e].second) == i; ++e)
+                successors_[fill[static_cast<std::size_t>(extra[e].first)]++] = static_cast<int>(i);
         }
     }
 

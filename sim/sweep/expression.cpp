@@ -2,6 +2,8 @@
 
 #include <cctype>
 #include <charconv>
+#include <cmath>
+#include <limits>
 
 #include <fmt/format.h>
 
@@ -16,7 +18,7 @@ namespace podsim::sweep {
 struct Expression::Node {
     enum Kind { number, field, compare, logical_and, logical_or, logical_not } kind = number;
     double value = 0.0;
-    std::string name;
+    std::size_t slot = 0;  // field: position in the values
     std::string op;
     std::vector<std::shared_ptr<const Node>> operands;
 };
@@ -32,7 +34,9 @@ using NodePtr = std::shared_ptr<const Expression::Node>;
 
 class Parser {
   public:
-    Parser(const std::string& text, const std::vector<std::string>& fields) : text_(text), fields_(fields) {}
+    Parser(const std::string& text, const Expression::Resolver& resolve,
+           const std::vector<std::string>& names)
+        : text_(text), resolve_(resolve), names_(names) {}
 
     NodePtr parse() {
         if (text_.size() > kMaxExpressionChars) {
@@ -192,16 +196,17 @@ class Parser {
                 n.value = name == "true" ? 1.0 : 0.0;
                 return make(std::move(n));
             }
-            if (std::find(fields_.begin(), fields_.end(), name) == fields_.end()) {
+            auto slot = resolve_(name);
+            if (!slot) {
                 std::string message = fmt::format("unknown field '{}'", name);
-                if (auto hint = core::closest_match(name, fields_))
+                if (auto hint = core::closest_match(name, names_))
                     message += fmt::format(" (did you mean '{}'?)", *hint);
                 fail(message);
                 return make({});
             }
             Expression::Node n;
             n.kind = Expression::Node::field;
-            n.name = name;
+            n.slot = *slot;
             return make(std::move(n));
         }
         fail(fmt::format("unexpected '{}'", text_.substr(pos_)));
@@ -209,29 +214,36 @@ class Parser {
     }
 
     const std::string& text_;
-    const std::vector<std::string>& fields_;
+    const Expression::Resolver& resolve_;
+    const std::vector<std::string>& names_;
     std::size_t pos_ = 0;
     int depth_ = 0;
 };
 
-double eval(const Expression::Node& n, const Expression::Fields& fields) {
+// Non-zero and known.
+bool truth(double v) {
+    return v != 0.0 && !std::isnan(v);
+}
+
+double eval(const Expression::Node& n, std::span<const double> fields) {
     switch (n.kind) {
         case Expression::Node::number:
             return n.value;
         case Expression::Node::field:
-            return fields(n.name).value_or(0.0);
+            return n.slot < fields.size() ? fields[n.slot] : std::numeric_limits<double>::quiet_NaN();
         case Expression::Node::logical_not:
-            return eval(*n.operands[0], fields) == 0.0 ? 1.0 : 0.0;
+            return truth(eval(*n.operands[0], fields)) ? 0.0 : 1.0;
         case Expression::Node::logical_and:
             for (const auto& operand : n.operands)
-                if (eval(*operand, fields) == 0.0) return 0.0;
+                if (!truth(eval(*operand, fields))) return 0.0;
             return 1.0;
         case Expression::Node::logical_or:
             for (const auto& operand : n.operands)
-                if (eval(*operand, fields) != 0.0) return 1.0;
+                if (truth(eval(*operand, fields))) return 1.0;
             return 0.0;
         case Expression::Node::compare: {
             double a = eval(*n.operands[0], fields), b = eval(*n.operands[1], fields);
+            if (std::isnan(a) || std::isnan(b)) return 0.0;  // unknown: even != fails
             if (n.op == "<") return a < b;
             if (n.op == "<=") return a <= b;
             if (n.op == ">") return a > b;
@@ -252,10 +264,9 @@ Expression::Expression(Expression&&) noexcept = default;
 Expression& Expression::operator=(Expression&&) noexcept = default;
 Expression::~Expression() = default;
 
-std::optional<Expression> Expression::parse(const std::string& text,
-                                            const std::vector<std::string>& known_fields,
-                                            std::string& error) {
-    Parser parser(text, known_fields);
+std::optional<Expression> Expression::parse(const std::string& text, const Resolver& resolve,
+                                            const std::vector<std::string>& names, std::string& error) {
+    Parser parser(text, resolve, names);
     NodePtr root = parser.parse();
     if (!parser.error.empty()) {
         error = parser.error;
@@ -264,8 +275,8 @@ std::optional<Expression> Expression::parse(const std::string& text,
     return Expression(root);
 }
 
-bool Expression::evaluate(const Fields& fields) const {
-    return eval(*root_, fields) != 0.0;
+bool Expression::evaluate(std::span<const double> values) const {
+    return truth(eval(*root_, values));
 }
 
 }  // namespace podsim::sweep

@@ -41,22 +41,7 @@ Row row_from(const config::SweepPlan::Instance& instance, std::size_t index, run
     try {
         const auto& spec = instance.spec;
         run::Simulation sim = run::simulate(spec, cache, options);
-        const auto& rep = sim.report;
-        r.ok = true;
-        r.name = rep.name;
-        r.chips = static_cast<double>(rep.chips);
-        r.step_time_s = rep.step_time_s;
-        r.mfu = rep.mfu;
-        r.hfu = rep.hfu;
-        r.tokens_per_s = rep.tokens_per_s;
-        r.peak_bytes = rep.memory.peak_bytes;
-        r.capacity_bytes = rep.memory.capacity_bytes;
-        r.fits = rep.memory.fits;
-        r.exposed_communication_s = rep.exposed_communication_s;
-        r.compute_s = rep.compute_s;
-        r.host_peak_bytes = rep.host_peak_bytes;
-        r.host_fits = rep.host_fits;
-        r.compile_time_s = rep.compile_time_s;
+        r.set_report(sim.report);
     } catch (const core::UserError& e) {
         r.reason = e.diagnostics().items().empty() ? "invalid" : e.diagnostics().items().front().message;
     }
@@ -117,7 +102,7 @@ SweepSummary run_sweep(const config::SweepPlan& plan, const SweepOptions& option
         fs::path jsonl_path = fs::path(options.out_dir) / "results.jsonl";
         std::set<std::size_t> done;
         if (options.resume && fs::exists(csv_path)) {
-            for (const Row& r : read_results(csv_path, params.size())) {
+            for (const Row& r : read_results(csv_path, params.size(), true)) {
                 done.insert(r.index);
                 ranking.add(r);
                 ++ranking.summary.resumed;
@@ -186,6 +171,7 @@ SweepSummary run_sweep(const config::SweepPlan& plan, const SweepOptions& option
     }
 
     Progress progress(todo.size(), options.progress);
+    JsonlWriter json_lines(params);
     std::size_t produced = 0, written = 0;
     while (written < todo.size()) {
         // Keep the workers fed, within a bounded window ahead of the writer (flat memory).
@@ -220,7 +206,7 @@ SweepSummary run_sweep(const config::SweepPlan& plan, const SweepOptions& option
             ranking.apply_keep(row);
             ranking.add(row);
             if (jsonl.is_open()) {
-                jsonl << jsonl_row(row, params);
+                jsonl << json_lines.row(row);
                 jsonl.flush();
                 csv << csv_row(row);
                 csv.flush();

@@ -2,31 +2,49 @@
 
 #include <cstddef>
 #include <functional>
+#include <limits>
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "config/sweep_file.hpp"
+#include "report/run_report.hpp"
 
 namespace podsim::sweep {
 
-// One configuration of a sweep, as written to results.csv / results.jsonl.
+// One configuration of a sweep, as written to results.csv / results.jsonl: its report fields are
+// the sweep columns of the report registry (report::sweep_fields(), `podsim explain sweep`).
 struct Row {
     std::size_t index = 0;
     bool ok = false;                  // simulated (false: skipped, with a reason)
     std::string reason;               // why it was skipped
     std::vector<std::string> values;  // swept parameters, flow YAML
-    std::string name;
-    double chips = 0, step_time_s = 0, mfu = 0, hfu = 0, tokens_per_s = 0, peak_bytes = 0, capacity_bytes = 0;
-    double exposed_communication_s = 0, compute_s = 0, host_peak_bytes = 0, compile_time_s = 0;
-    bool fits = false, host_fits = true;
-    bool kept = false;  // passed every keep filter
+    // By position in report::sweep_fields(); empty when skipped. NaN: unknown, or a text field.
+    std::vector<double> numbers;
+    std::vector<std::string> texts;  // text fields by the same position; "" for the others
+    bool kept = false;               // passed every keep filter
+
+    // A report field by its column or report path ("mfu", "memory.peak_bytes"); NaN (or "") when
+    // the row has no such field.
+    double number(std::string_view field) const;
+    std::string text(std::string_view field) const;
+    // By position in report::sweep_fields(), for loops that look a field up once.
+    double number(std::size_t column) const { return column < numbers.size() ? numbers[column] : kNaN; }
+    bool flag(std::size_t column) const { return number(column) == 1.0; }
+
+    // Marks the row simulated and takes the sweep columns of its report.
+    void set_report(const report::RunReport& report);
+
+    static constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 };
 
-// Report fields a keep expression or sort key may name.
-const std::vector<std::string>& row_fields();
-std::optional<double> row_field(const Row& row, const std::string& name);
+// Positions of the columns the sweep itself reads (ranking, Pareto front, summary).
+struct Columns {
+    std::size_t step_time_s, mfu, hfu, peak_bytes, fits;
+};
+const Columns& columns();
 
 struct SweepOptions {
     int jobs = 0;           // 0 = hardware threads

@@ -110,9 +110,10 @@ SweepSummary merge_shards(const config::SweepPlan& plan, const std::vector<std::
     std::ofstream csv(fs::path(out_dir) / "results.csv", std::ios::trunc);
     std::ofstream jsonl(fs::path(out_dir) / "results.jsonl", std::ios::trunc);
     csv << csv_header(params);
+    JsonlWriter json_lines(params);
     for (auto& [index, r] : rows) {
         csv << csv_row(r);
-        jsonl << jsonl_row(r, params);
+        jsonl << json_lines.row(r);
         ranking.add(r);
     }
     ranking.summary.total = plan.size();

@@ -1,86 +1,111 @@
 #include "sweep/sweep_runner_rows.hpp"
 
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
+#include <iterator>
 
 #include <fmt/format.h>
 
+#include <nlohmann/json.hpp>
+
+#include "core/assert.hpp"
 #include "core/csv.hpp"
+#include "report/format.hpp"
+#include "report/report_fields.hpp"
 
 namespace podsim::sweep {
 
 namespace fs = std::filesystem;
 
-const std::vector<std::string>& row_fields() {
-    static const std::vector<std::string> fields = {"step_time_s",
-                                                    "mfu",
-                                                    "hfu",
-                                                    "tokens_per_s",
-                                                    "peak_bytes",
-                                                    "memory.peak_bytes",
-                                                    "capacity_bytes",
-                                                    "fits",
-                                                    "memory.fits",
-                                                    "chips",
-                                                    "exposed_communication_s",
-                                                    "compute_s",
-                                                    "host_peak_bytes",
-                                                    "host_fits",
-                                                    "compile_time_s",
-                                                    "index"};
-    return fields;
+double Row::number(std::string_view field) const {
+    auto column = report::sweep_column(field);
+    return column ? number(*column) : kNaN;
 }
 
-std::optional<double> row_field(const Row& r, const std::string& name) {
-    if (name == "step_time_s") return r.step_time_s;
-    if (name == "mfu") return r.mfu;
-    if (name == "hfu") return r.hfu;
-    if (name == "tokens_per_s") return r.tokens_per_s;
-    if (name == "peak_bytes" || name == "memory.peak_bytes") return r.peak_bytes;
-    if (name == "capacity_bytes") return r.capacity_bytes;
-    if (name == "fits" || name == "memory.fits") return r.fits ? 1.0 : 0.0;
-    if (name == "chips") return r.chips;
-    if (name == "exposed_communication_s") return r.exposed_communication_s;
-    if (name == "compute_s") return r.compute_s;
-    if (name == "host_peak_bytes") return r.host_peak_bytes;
-    if (name == "host_fits") return r.host_fits ? 1.0 : 0.0;
-    if (name == "compile_time_s") return r.compile_time_s;
-    if (name == "index") return static_cast<double>(r.index);
-    return std::nullopt;
+std::string Row::text(std::string_view field) const {
+    auto column = report::sweep_column(field);
+    return column && *column < texts.size() ? texts[*column] : std::string();
+}
+
+void Row::set_report(const report::RunReport& report) {
+    ok = true;
+    const auto fields = report::sweep_fields();
+    numbers.assign(fields.size(), kNaN);
+    texts.assign(fields.size(), std::string());
+    for (std::size_t i = 0; i < fields.size(); ++i) {
+        if (fields[i]->type == report::FieldType::text) {
+            texts[i] = fields[i]->text(report);
+        } else {
+            numbers[i] = fields[i]->number(report);
+        }
+    }
+}
+
+const Columns& columns() {
+    static const Columns c = [] {
+        auto at = [](std::string_view name) {
+            auto column = report::sweep_column(name);
+            PODSIM_ASSERT(column.has_value(), "the sweep reads a field that is not a sweep column");
+            return *column;
+        };
+        return Columns{at("step_time_s"), at("mfu"), at("hfu"), at("peak_bytes"), at("fits")};
+    }();
+    return c;
 }
 
 namespace {
 
-const char* kMetricColumns[] = {"name",        "chips",
-                                "step_time_s", "mfu",
-                                "hfu",         "tokens_per_s",
-                                "peak_bytes",  "capacity_bytes",
-                                "fits",        "exposed_communication_s",
-                                "compute_s",   "host_peak_bytes",
-                                "host_fits",   "compile_time_s",
-                                "kept"};
+constexpr double kExactIntegers = 9007199254740992.0;  // 2^53
 
-// Byte counts, chips and tokens as integers: a spreadsheet or pandas reads 10763207680, not
-// 1.07632077e+10. From 1e9 up, where 9 significant digits would switch to an exponent, the value is
-// rounded to a whole number (finer than those 9 digits kept); below 2^53 that is exact.
-std::string num(double v) {
-    constexpr double kExactIntegers = 9007199254740992.0;  // 2^53
+// Reals with 9 significant digits, except that from 1e9 up, where that would switch to an exponent,
+// the value is rounded to a whole number (finer than those 9 digits kept): a spreadsheet or pandas
+// reads 10763207680, not 1.07632077e+10. Below 2^53 that is exact.
+std::string real_text(double v) {
     if (std::isfinite(v) && std::fabs(v) < kExactIntegers && (v == std::floor(v) || std::fabs(v) >= 1e9))
         return fmt::format("{}", std::llround(v));
     return fmt::format("{:.9g}", v);
 }
 
-std::string json_string(const std::string& s) {
-    std::string out = "\"";
-    for (char c : s) {
-        if (c == '"' || c == '\\') out += '\\';
-        if (static_cast<unsigned char>(c) < 0x20) {
-            out += fmt::format("\\u{:04x}", c);
-            continue;
-        }
-        out += c;
+// A cell of results.csv; empty when the value is unknown.
+void append_cell(std::string& line, const report::ReportField& field, double number,
+                 const std::string& text) {
+    line += ',';
+    switch (field.type) {
+        case report::FieldType::text:
+            line += core::csv_field(text);
+            return;
+        case report::FieldType::boolean:
+            if (!std::isnan(number)) line += number != 0.0 ? "true" : "false";
+            return;
+        case report::FieldType::integer:
+            if (std::isfinite(number) && std::fabs(number) < kExactIntegers) {
+                fmt::format_to(std::back_inserter(line), "{}", std::llround(number));
+                return;
+            }
+            [[fallthrough]];
+        default:
+            if (!std::isnan(number)) line += real_text(number);
     }
-    return out + "\"";
+}
+
+// Reads a cell written by append_cell; false when it is not one.
+bool parse_cell(const report::ReportField& field, const std::string& cell, double& number,
+                std::string& text) {
+    number = Row::kNaN;
+    if (field.type == report::FieldType::text) {
+        text = cell;
+        return true;
+    }
+    if (cell.empty()) return true;
+    if (field.type == report::FieldType::boolean) {
+        if (cell != "true" && cell != "false") return false;
+        number = cell == "true" ? 1.0 : 0.0;
+        return true;
+    }
+    char* end = nullptr;
+    number = std::strtod(cell.c_str(), &end);
+    return end == cell.c_str() + cell.size();
 }
 
 }  // namespace
@@ -88,82 +113,118 @@ std::string json_string(const std::string& s) {
 std::string csv_header(const std::vector<std::string>& params) {
     std::string h = "index,status,reason";
     for (const auto& p : params) h += "," + core::csv_field(p);
-    for (const char* m : kMetricColumns) h += std::string(",") + m;
-    return h + "\n";
+    for (const auto* f : report::sweep_fields()) h += "," + std::string(f->name());
+    return h + ",kept\n";
 }
 
 std::string csv_row(const Row& r) {
     std::string line = fmt::format("{},{},{}", r.index, r.ok ? "ok" : "skipped", core::csv_field(r.reason));
     for (const auto& v : r.values) line += "," + core::csv_field(v);
-    if (!r.ok) {
-        for (std::size_t i = 0; i < std::size(kMetricColumns); ++i) line += ",";
-        return line + "\n";
-    }
-    line += "," + core::csv_field(r.name) + "," + num(r.chips) + "," + num(r.step_time_s) + "," + num(r.mfu) +
-            "," + num(r.hfu) + "," + num(r.tokens_per_s) + "," + num(r.peak_bytes) + "," +
-            num(r.capacity_bytes) + "," + (r.fits ? "true" : "false") + "," + num(r.exposed_communication_s) +
-            "," + num(r.compute_s) + "," + num(r.host_peak_bytes) + "," + (r.host_fits ? "true" : "false") +
-            "," + num(r.compile_time_s) + "," + (r.kept ? "true" : "false");
+    const auto fields = report::sweep_fields();
+    if (!r.ok) return line + std::string(fields.size() + 1, ',') + "\n";
+    static const std::string kNone;
+    for (std::size_t i = 0; i < fields.size(); ++i)
+        append_cell(line, *fields[i], r.number(i), i < r.texts.size() ? r.texts[i] : kNone);
+    line += r.kept ? ",true" : ",false";
     return line + "\n";
 }
 
-std::optional<Row> parse_csv_row(const std::string& line, std::size_t params) {
+CsvLayout CsvLayout::from_header(const std::string& header, std::size_t params) {
+    CsvLayout layout;
+    layout.params = params;
+    auto names = core::split_csv_line(header);
+    layout.width = names.size();
+    if (names.size() < 3 + params) return layout;  // no row matches it
+    layout.parameter_names.assign(names.begin() + 3, names.begin() + 3 + static_cast<long>(params));
+    layout.current = header + "\n" == csv_header(layout.parameter_names);
+    for (std::size_t i = 3 + params; i < names.size(); ++i) {
+        if (names[i] == "kept") {
+            layout.kept_at = i;
+        } else if (auto column = report::sweep_column(names[i])) {
+            layout.fields.emplace_back(i, *column);
+        }
+    }
+    return layout;
+}
+
+std::optional<Row> parse_csv_row(const std::string& line, const CsvLayout& layout) {
     auto f = core::split_csv_line(line);
-    if (f.size() != 3 + params + std::size(kMetricColumns)) return std::nullopt;
+    if (f.size() != layout.width || f.size() < 3 + layout.params) return std::nullopt;
     Row r;
+    const auto fields = report::sweep_fields();
     try {
         r.index = std::stoul(f[0]);
-        r.ok = f[1] == "ok";
-        r.reason = f[2];
-        r.values.assign(f.begin() + 3, f.begin() + 3 + static_cast<long>(params));
-        if (r.ok) {
-            std::size_t m = 3 + params;
-            r.name = f[m];
-            r.chips = std::stod(f[m + 1]);
-            r.step_time_s = std::stod(f[m + 2]);
-            r.mfu = std::stod(f[m + 3]);
-            r.hfu = std::stod(f[m + 4]);
-            r.tokens_per_s = std::stod(f[m + 5]);
-            r.peak_bytes = std::stod(f[m + 6]);
-            r.capacity_bytes = std::stod(f[m + 7]);
-            r.fits = f[m + 8] == "true";
-            r.exposed_communication_s = std::stod(f[m + 9]);
-            r.compute_s = std::stod(f[m + 10]);
-            r.host_peak_bytes = std::stod(f[m + 11]);
-            r.host_fits = f[m + 12] == "true";
-            r.compile_time_s = std::stod(f[m + 13]);
-            r.kept = f[m + 14] == "true";
-        }
     } catch (const std::exception&) {
         return std::nullopt;
+    }
+    r.ok = f[1] == "ok";
+    if (!r.ok && f[1] != "skipped") return std::nullopt;
+    r.reason = f[2];
+    r.values.assign(f.begin() + 3, f.begin() + 3 + static_cast<long>(layout.params));
+    if (!r.ok) return r;
+    // Columns an older layout lacks stay unknown.
+    r.numbers.assign(fields.size(), Row::kNaN);
+    r.texts.assign(fields.size(), std::string());
+    for (const auto& [at, column] : layout.fields) {
+        if (!parse_cell(*fields[column], f[at], r.numbers[column], r.texts[column])) return std::nullopt;
+    }
+    if (layout.kept_at) {
+        const std::string& kept = f[*layout.kept_at];
+        if (kept != "true" && kept != "false") return std::nullopt;
+        r.kept = kept == "true";
     }
     return r;
 }
 
-std::string jsonl_row(const Row& r, const std::vector<std::string>& params) {
-    std::string j = fmt::format("{{\"index\": {}, \"status\": \"{}\"", r.index, r.ok ? "ok" : "skipped");
-    if (!r.ok) j += ", \"reason\": " + json_string(r.reason);
-    j += ", \"parameters\": {";
-    for (std::size_t i = 0; i < params.size(); ++i) {
-        j += fmt::format("{}{}: {}", i ? ", " : "", json_string(params[i]), json_string(r.values[i]));
-    }
-    j += "}";
-    if (r.ok) {
-        j += fmt::format(
-            ", \"name\": {}, \"chips\": {}, \"step_time_s\": {}, \"mfu\": {}, \"hfu\": {}, \"tokens_per_s\": "
-            "{}, "
-            "\"memory\": {{\"peak_bytes\": {}, \"capacity_bytes\": {}, \"fits\": {}}}, "
-            "\"exposed_communication_s\": {}, \"compute_s\": {}, \"host_peak_bytes\": {}, \"host_fits\": {}, "
-            "\"compile_time_s\": {}, \"kept\": {}",
-            json_string(r.name), num(r.chips), num(r.step_time_s), num(r.mfu), num(r.hfu),
-            num(r.tokens_per_s), num(r.peak_bytes), num(r.capacity_bytes), r.fits,
-            num(r.exposed_communication_s), num(r.compute_s), num(r.host_peak_bytes), r.host_fits,
-            num(r.compile_time_s), r.kept);
-    }
-    return j + "}\n";
+JsonlWriter::JsonlWriter(const std::vector<std::string>& params) : params_(params) {
+    // The object of a simulated row, keys in place; each row only assigns the values.
+    auto& row = template_.get_ref<nlohmann::ordered_json::object_t&>();
+    const auto fields = report::sweep_fields();
+    row.reserve(fields.size() + 4);
+    row.emplace("index", 0);
+    row.emplace("status", "ok");
+    auto& parameters = row.emplace("parameters", nlohmann::ordered_json::object()).first->second;
+    for (const auto& p : params) parameters.emplace(p, "");
+    for (const auto* f : fields) row.emplace(std::string(f->name()), nullptr);
+    row.emplace("kept", false);
 }
 
-std::vector<Row> read_results(const fs::path& csv, std::size_t params) {
+std::string JsonlWriter::row(const Row& r) {
+    if (!r.ok) {
+        nlohmann::ordered_json j = {{"index", r.index}, {"status", "skipped"}, {"reason", r.reason}};
+        auto& parameters = j["parameters"] = nlohmann::ordered_json::object();
+        for (std::size_t i = 0; i < params_.size() && i < r.values.size(); ++i)
+            parameters[params_[i]] = r.values[i];
+        return dump(j);
+    }
+    auto item = template_.begin();
+    *item++ = r.index;
+    ++item;             // status: ok
+    std::size_t p = 0;  // the template's parameters, by position (a name given twice is there once)
+    for (auto& value : *item++) {
+        value = p < r.values.size() ? r.values[p] : std::string();
+        ++p;
+    }
+    const auto fields = report::sweep_fields();
+    for (std::size_t i = 0; i < fields.size(); ++i, ++item) {
+        *item = fields[i]->type == report::FieldType::text
+                    ? nlohmann::ordered_json(i < r.texts.size() ? r.texts[i] : "")
+                    : report::number_json(fields[i]->type, r.number(i));
+    }
+    *item = r.kept;
+    return dump(template_);
+}
+
+std::string JsonlWriter::dump(const nlohmann::ordered_json& j) {
+    // Names and swept values come from user files: invalid UTF-8 becomes U+FFFD, not an exception.
+    return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+}
+
+std::string jsonl_row(const Row& r, const std::vector<std::string>& params) {
+    return JsonlWriter(params).row(r);
+}
+
+std::vector<Row> read_results(const fs::path& csv, std::size_t params, bool rewrite_older_layout) {
     std::vector<Row> rows;
     std::ifstream in(csv, std::ios::binary);
     if (!in) return rows;
@@ -172,14 +233,22 @@ std::vector<Row> read_results(const fs::path& csv, std::size_t params) {
     std::size_t good_end = 0;
     std::size_t pos = content.find('\n');  // header
     if (pos == std::string::npos) return rows;
+    const CsvLayout layout = CsvLayout::from_header(content.substr(0, pos), params);
     good_end = pos + 1;
     while (true) {
         std::size_t next = content.find('\n', good_end);
         if (next == std::string::npos) break;
-        auto row = parse_csv_row(content.substr(good_end, next - good_end), params);
+        auto row = parse_csv_row(content.substr(good_end, next - good_end), layout);
         if (!row) break;
         rows.push_back(*row);
         good_end = next + 1;
+    }
+    if (rewrite_older_layout && !layout.current) {
+        // Written by an earlier podsim with other columns: rows to come must line up with the header.
+        std::string upgraded = csv_header(layout.parameter_names);
+        for (const Row& r : rows) upgraded += csv_row(r);
+        std::ofstream(csv, std::ios::binary | std::ios::trunc) << upgraded;
+        return rows;
     }
     if (good_end < content.size()) fs::resize_file(csv, good_end);
     return rows;
@@ -190,10 +259,11 @@ void rewrite_jsonl(const fs::path& jsonl, const std::set<std::size_t>& done) {
     std::string kept, line;
     while (std::getline(in, line)) {
         if (in.eof()) break;  // no newline: half-written
-        auto at = line.find("\"index\": ");
-        if (at == std::string::npos) continue;
-        std::size_t index = std::strtoul(line.c_str() + at + 9, nullptr, 10);
-        if (done.count(index)) kept += line + "\n";
+        auto row = nlohmann::json::parse(line, nullptr, false);
+        if (row.is_discarded() || !row.is_object() || !row.contains("index") ||
+            !row["index"].is_number_unsigned())
+            continue;
+        if (done.count(row["index"].get<std::size_t>())) kept += line + "\n";
     }
     in.close();
     std::ofstream(jsonl, std::ios::trunc) << kept;

@@ -7,19 +7,53 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "sweep/sweep_runner.hpp"
 
 namespace podsim::sweep {
 
+// Columns: index, status, reason, one per swept parameter, the sweep fields of the report registry
+// (report::sweep_fields()), kept.
 std::string csv_header(const std::vector<std::string>& params);
 std::string csv_row(const Row& r);
-std::optional<Row> parse_csv_row(const std::string& line, std::size_t params);
+
+// Which column of a results.csv holds which field, read from its header: files of an earlier
+// podsim, with fewer or other report columns, still read (what they lack stays unknown).
+struct CsvLayout {
+    std::size_t params = 0;
+    std::vector<std::string> parameter_names;
+    std::size_t width = 0;                                    // cells per row
+    std::vector<std::pair<std::size_t, std::size_t>> fields;  // cell -> position in sweep_fields()
+    std::optional<std::size_t> kept_at;
+    bool current = false;  // the header this podsim writes
+    static CsvLayout from_header(const std::string& header, std::size_t params);
+};
+std::optional<Row> parse_csv_row(const std::string& line, const CsvLayout& layout);
+
+// results.jsonl: one JSON object per row: index, status, reason (skipped rows), parameters, the
+// sweep fields by column name, kept. The writer of a sweep keeps one object with every key in place
+// and only assigns each row's values (building the object row by row was most of a row's cost).
+class JsonlWriter {
+  public:
+    explicit JsonlWriter(const std::vector<std::string>& params);
+    std::string row(const Row& r);
+
+  private:
+    static std::string dump(const nlohmann::ordered_json& j);
+    std::vector<std::string> params_;
+    nlohmann::ordered_json template_ = nlohmann::ordered_json::object();
+};
 std::string jsonl_row(const Row& r, const std::vector<std::string>& params);
 
-// Reads the complete rows of an earlier run and truncates a half-written last line.
-std::vector<Row> read_results(const std::filesystem::path& csv, std::size_t params);
+// Reads the complete rows of an earlier run and truncates a half-written last line. With
+// `rewrite_older_layout` (resuming), a file of an earlier layout is rewritten in the current one so
+// that the rows appended next line up with its header.
+std::vector<Row> read_results(const std::filesystem::path& csv, std::size_t params,
+                              bool rewrite_older_layout = false);
 // Keeps the JSON lines whose index is in `done` (rows also in results.csv).
 void rewrite_jsonl(const std::filesystem::path& jsonl, const std::set<std::size_t>& done);
 

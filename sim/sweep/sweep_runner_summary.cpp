@@ -26,17 +26,19 @@ std::string format_summary(const SweepSummary& s) {
     out += fmt::format("best by {} (kept configs)\n", s.sort_key);
     out += fmt::format("  {:>4} {:>6} {:>10} {:>7} {:>7} {:>11} {:>5}  {}\n", "rank", "index", "step", "MFU",
                        "HFU", "peak HBM", "fits", "parameters");
+    const Columns& c = columns();
     for (std::size_t i = 0; i < s.ranked.size(); ++i) {
         const Row& r = s.ranked[i];
         out += fmt::format("  {:>4} {:>6} {:>10} {:>6.1f}% {:>6.1f}% {:>11} {:>5}  {}\n", i + 1, r.index,
-                           core::format_seconds(r.step_time_s), 100 * r.mfu, 100 * r.hfu,
-                           core::format_bytes(r.peak_bytes), r.fits ? "yes" : "no", params_text(r));
+                           core::format_seconds(r.number(c.step_time_s)), 100 * r.number(c.mfu),
+                           100 * r.number(c.hfu), core::format_bytes(r.number(c.peak_bytes)),
+                           r.flag(c.fits) ? "yes" : "no", params_text(r));
     }
     out += "\nPareto front: step time vs peak HBM (configs that fit)\n";
     for (const Row& r : s.pareto) {
         out += fmt::format("  {:>6} {:>10} {:>11}  MFU {:>5.1f}%  {}\n", r.index,
-                           core::format_seconds(r.step_time_s), core::format_bytes(r.peak_bytes), 100 * r.mfu,
-                           params_text(r));
+                           core::format_seconds(r.number(c.step_time_s)),
+                           core::format_bytes(r.number(c.peak_bytes)), 100 * r.number(c.mfu), params_text(r));
     }
     if (s.not_fitting > 0 || !s.skipped.empty()) out += "\nnot run or not fitting\n";
     if (s.not_fitting > 0)

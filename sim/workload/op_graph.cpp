@@ -17,6 +17,7 @@ struct OpGraph::Derived {
     std::once_flag once;
     bool done = false;
     std::vector<int> order;
+    std::vector<std::vector<int>> predecessors;
 };
 
 OpGraph::OpGraph() : graph_(std::make_unique<Graph>()), derived_(std::make_unique<Derived>()) {}
@@ -67,9 +68,17 @@ std::size_t OpGraph::edge_count() const {
 const std::vector<int>& OpGraph::topological_order() const {
     std::call_once(derived_->once, [this] {
         derived_->order = compute_topological_order();
+        derived_->predecessors.resize(ops_.size());
+        for (std::size_t i = 0; i < ops_.size(); ++i)
+            derived_->predecessors[i] = predecessors(static_cast<int>(i));
         derived_->done = true;
     });
     return derived_->order;
+}
+
+const std::vector<std::vector<int>>& OpGraph::predecessor_lists() const {
+    (void)topological_order();
+    return derived_->predecessors;
 }
 
 std::vector<int> OpGraph::compute_topological_order() const {

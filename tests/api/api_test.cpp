@@ -118,6 +118,10 @@ TEST_CASE("collectives by query, with errors at the query's key") {
 
 TEST_CASE("explain names what it can explain") {
     CHECK(podsim::explain("run").find("training.global_batch") != std::string::npos);
+    // The report and the sweep rows, from the report registry.
+    CHECK(podsim::explain("report").find("memory.peak_bytes") != std::string::npos);
+    CHECK(podsim::explain("sweep").find("exposed_communication_s") != std::string::npos);
+    CHECK(errors_of([] { podsim::explain("sweeep"); }).find("(did you mean 'sweep'?)") != std::string::npos);
     CHECK(errors_of([] { podsim::explain("rnu"); }).find("cannot explain 'rnu': one of run, model") !=
           std::string::npos);
 }

@@ -29,7 +29,7 @@ constexpr double kRelative = 1e-9;
 // Points of the GPT-3 175B sweep checked in both modes. Under the sanitizers (ten times slower)
 // fewer, so that `make sanitize` stays within CI's time.
 #ifdef PODSIM_SANITIZED_BUILD
-constexpr int kSweepPoints = 30;
+constexpr int kSweepPoints = 10;
 #else
 constexpr int kSweepPoints = 300;
 #endif

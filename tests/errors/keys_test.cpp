@@ -29,22 +29,23 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// A config as dotted path -> YAML value; rendered two levels deep (deeper values are flow maps).
+// A config as dotted path -> YAML value, rendered as nested blocks (whole_run.eval.steps is three
+// levels deep).
 using Flat = std::map<std::string, std::string>;
 
-std::string render(const Flat& flat) {
-    std::string top, nested;
-    std::map<std::string, std::string> blocks;
+std::string render(const Flat& flat, const std::string& indent = "") {
+    std::string out;
+    std::map<std::string, Flat> blocks;  // first component -> the rest of the paths below it
     for (const auto& [path, value] : flat) {
         auto dot = path.find('.');
         if (dot == std::string::npos) {
-            top += fmt::format("{}: {}\n", path, value);
+            out += fmt::format("{}{}: {}\n", indent, path, value);
         } else {
-            blocks[path.substr(0, dot)] += fmt::format("  {}: {}\n", path.substr(dot + 1), value);
+            blocks[path.substr(0, dot)][path.substr(dot + 1)] = value;
         }
     }
-    for (const auto& [block, body] : blocks) nested += block + ":\n" + body;
-    return top + nested;
+    for (const auto& [block, below] : blocks) out += indent + block + ":\n" + render(below, indent + "  ");
+    return out;
 }
 
 // Writes the text to a file of its own (model and topology loaders read files).
@@ -59,6 +60,14 @@ std::string write_temp(const std::string& text, const std::string& stem) {
 const Flat kRunBase = {{"schema", "podsim.run/v1"}, {"model", "gpt2-small"}, {"topology", "tpu-v4"},
                        {"slice", "2x2x1"},          {"mesh", "{fsdp: 4}"},   {"training.global_batch", "8"},
                        {"training.seq_len", "1024"}};
+// A whole run needs train_steps or eval.steps: one base with each, so that either key's own default
+// (0) can be checked on the other.
+Flat with_key(Flat base, const std::string& path, const std::string& value) {
+    base[path] = value;
+    return base;
+}
+const Flat kWholeRunTrainBase = with_key(kRunBase, "whole_run.train_steps", "3");
+const Flat kWholeRunEvalBase = with_key(kRunBase, "whole_run.eval.steps", "2");
 const Flat kTextModelBase = {{"schema", "podsim.model/v1"},
                              {"name", "m"},
                              {"family", "gpt2"},
@@ -103,7 +112,7 @@ std::vector<SchemaCase> schema_cases() {
     };
     return {
         {"run",
-         {kRunBase},
+         {kRunBase, kWholeRunTrainBase, kWholeRunEvalBase},
          [run](const Flat& a, const Flat& b) { return run(a) == run(b); },
          [run](const Flat& f) { run(f); }},
         {"model",
@@ -295,7 +304,8 @@ TEST_CASE("no default of a declared key is written a second time in the specs or
     // value_or(literal) in the loader, would be a second copy that can drift.
     const std::vector<std::string> spec_files = {
         "sim/workload/model_spec.hpp", "sim/workload/training_spec.hpp", "sim/parallel/runtime_spec.hpp",
-        "sim/hardware/chip_spec.hpp",  "sim/hardware/topology_spec.hpp", "sim/config/run_spec.hpp"};
+        "sim/hardware/chip_spec.hpp",  "sim/hardware/topology_spec.hpp", "sim/config/run_spec.hpp",
+        "sim/config/run_plan.hpp"};
     std::vector<std::string> loader_files;
     for (const auto& entry : fs::directory_iterator(test::source_path("sim/config")))
         if (entry.path().extension() == ".cpp") loader_files.push_back(entry.path().string());
@@ -322,4 +332,25 @@ TEST_CASE("no default of a declared key is written a second time in the specs or
             }
         }
     }
+}
+
+TEST_CASE("whole_run keys give their defaults in the declaration, and the plan starts from them") {
+    // Until the whole_run reader moved to the Key overloads its defaults were notes; now every key
+    // with a constant default declares it, and a plan of only train_steps is RunPlan{} otherwise.
+    int declared = 0;
+    for (const auto& key : config::run_schema()) {
+        if (std::string_view(key.path).rfind("whole_run.", 0) != 0) continue;
+        if (key.has_default() && key.kind != core::KeyKind::list) ++declared;
+    }
+    CHECK(declared == 17);
+    auto spec = test::run_from_text(render(kWholeRunTrainBase));
+    REQUIRE(spec.whole_run.has_value());
+    config::RunPlan expected;
+    expected.train_steps = 3;
+    CHECK(*spec.whole_run == expected);
+    CHECK(expected.unlowered_bytes == 4096.0);  // 4 KiB, as `podsim explain run` prints
+    CHECK(expected.steady_window == 100);
+    CHECK(expected.eval.accumulated_tensors == 1);
+    CHECK(config::overlap_name(config::Overlap::run_post_order) == "run_post_order");
+    CHECK(config::parse_padding("bucket") == config::Padding::bucket);
 }

@@ -17,6 +17,7 @@
 #include "core/time.hpp"
 #include "sweep/expression.hpp"
 #include "sweep/sweep_runner.hpp"
+#include "sweep/sweep_runner_ranking.hpp"
 
 using namespace podsim;
 
@@ -81,32 +82,32 @@ TEST_CASE("files are read only when regular and within their limit") {
 TEST_CASE("keep expressions are bounded in nesting and length, and long chains stay flat") {
     std::string error;
     // 100,000 `!` overflowed the stack of the recursive parser.
-    CHECK_FALSE(sweep::Expression::parse(std::string(5000, '!') + "fits", sweep::row_fields(), error));
+    CHECK_FALSE(sweep::parse_row_expression(std::string(5000, '!') + "fits", error));
     CHECK(error == "nested more than 64 levels deep");
-    CHECK_FALSE(sweep::Expression::parse(std::string(100, '(') + "fits" + std::string(100, ')'),
-                                         sweep::row_fields(), error));
+    CHECK_FALSE(sweep::parse_row_expression(std::string(100, '(') + "fits" + std::string(100, ')'), error));
     CHECK(error == "nested more than 64 levels deep");
-    CHECK(sweep::Expression::parse(std::string(64, '(') + "fits" + std::string(64, ')'), sweep::row_fields(),
-                                   error));
+    CHECK(sweep::parse_row_expression(std::string(64, '(') + "fits" + std::string(64, ')'), error));
 
     // 600 `and` terms (8,400 characters): one flat node, evaluated without deep recursion.
     std::string chain = "fits";
     for (int i = 0; i < 599; ++i) chain += " and mfu > 0.1";
-    auto e = sweep::Expression::parse(chain, sweep::row_fields(), error);
+    auto e = sweep::parse_row_expression(chain, error);
     REQUIRE(e);
+    report::RunReport report;
+    report.memory.fits = true;
+    report.mfu = 0.2;
     sweep::Row r;
-    r.fits = true;
-    r.mfu = 0.2;
-    auto fields = [&](const std::string& name) { return sweep::row_field(r, name); };
-    CHECK(e->evaluate(fields));
-    r.mfu = 0.05;
-    CHECK_FALSE(e->evaluate(fields));
+    r.set_report(report);
+    CHECK(e->evaluate(r.numbers));
+    report.mfu = 0.05;
+    r.set_report(report);
+    CHECK_FALSE(e->evaluate(r.numbers));
 
     std::string huge = "fits";
     for (int i = 0; i < 200'000; ++i) huge += " and fits";
-    CHECK_FALSE(sweep::Expression::parse(huge, sweep::row_fields(), error));
+    CHECK_FALSE(sweep::parse_row_expression(huge, error));
     CHECK(error.find("the limit is 10000") != std::string::npos);
-    CHECK(sweep::Expression::parse("not not fits or !(mfu < 0.5)", sweep::row_fields(), error));
+    CHECK(sweep::parse_row_expression("not not fits or !(mfu < 0.5)", error));
 }
 
 TEST_CASE("quantities that overflow once converted to base units are rejected") {

@@ -18,6 +18,8 @@
 #include "support.hpp"
 #include "sweep/expression.hpp"
 #include "sweep/sweep_runner.hpp"
+#include "sweep/sweep_runner_ranking.hpp"
+#include "sweep/sweep_runner_rows.hpp"
 
 using namespace podsim;
 namespace fs = std::filesystem;
@@ -141,19 +143,20 @@ TEST_CASE("a bad sweep file reports every error with its position") {
 
 TEST_CASE("keep expressions") {
     std::string error;
-    auto e =
-        sweep::Expression::parse("fits and (mfu > 0.4 or peak_bytes < 30 GiB)", sweep::row_fields(), error);
+    auto e = sweep::parse_row_expression("fits and (mfu > 0.4 or peak_bytes < 30 GiB)", error);
     REQUIRE(e);
+    report::RunReport report;
+    report.memory.fits = true;
+    report.mfu = 0.3;
+    report.memory.peak_bytes = 20.0 * 1024 * 1024 * 1024;
     sweep::Row r;
-    r.fits = true;
-    r.mfu = 0.3;
-    r.peak_bytes = 20.0 * 1024 * 1024 * 1024;
-    auto fields = [&](const std::string& name) { return sweep::row_field(r, name); };
-    CHECK(e->evaluate(fields));
-    r.peak_bytes = 31.0 * 1024 * 1024 * 1024;
-    CHECK_FALSE(e->evaluate(fields));
-    CHECK_FALSE(sweep::Expression::parse("mfu >", sweep::row_fields(), error));
-    CHECK_FALSE(sweep::Expression::parse("speed > 1", sweep::row_fields(), error));
+    r.set_report(report);
+    CHECK(e->evaluate(r.numbers));
+    report.memory.peak_bytes = 31.0 * 1024 * 1024 * 1024;
+    r.set_report(report);
+    CHECK_FALSE(e->evaluate(r.numbers));
+    CHECK_FALSE(sweep::parse_row_expression("mfu >", error));
+    CHECK_FALSE(sweep::parse_row_expression("speed > 1", error));
 }
 
 TEST_CASE("same sweep, same CSV, whatever --jobs; shards merged equal the whole") {
@@ -240,9 +243,9 @@ TEST_CASE("CSV writes whole numbers as integers and reads them back exactly") {
     auto summary = sweep::run_sweep(plan, options);
     REQUIRE(!summary.ranked.empty());
     const sweep::Row& row = summary.ranked.front();
-    REQUIRE(row.capacity_bytes > 1e9);  // HBM of a TPU chip
+    REQUIRE(row.number("capacity_bytes") > 1e9);  // HBM of a TPU chip
     std::string csv = read(out / "results.csv");
     CHECK(csv.find("e+") == std::string::npos);
-    CHECK(csv.find(fmt::format(",{},", std::llround(row.capacity_bytes))) != std::string::npos);
-    CHECK(csv.find(fmt::format(",{},", std::llround(row.peak_bytes))) != std::string::npos);
+    CHECK(csv.find(fmt::format(",{},", std::llround(row.number("capacity_bytes")))) != std::string::npos);
+    CHECK(csv.find(fmt::format(",{},", std::llround(row.number("peak_bytes")))) != std::string::npos);
 }
