@@ -1,6 +1,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -224,7 +225,12 @@ TEST_CASE("values outside a key's printed range are errors at the key, its edges
             const Flat* base = nullptr;
             for (const auto& candidate : schema.bases) {
                 Flat probe = candidate;
-                if (key.path != "mesh.<axis>") probe[where] = value_text(key, key.maximum);
+                // A valid value: the maximum, or just above the minimum when there is no maximum
+                // (an infinite value cast to an integer is undefined behaviour).
+                const double valid = std::isfinite(key.maximum)
+                                         ? key.maximum
+                                         : (std::isfinite(key.minimum) ? key.minimum : 0.0) + 1.0;
+                if (key.path != "mesh.<axis>") probe[where] = value_text(key, valid);
                 auto errors = load_errors(schema, probe);
                 if (!errors || !has_error_at(*errors, error_path, "only ViT models")) {
                     base = &candidate;
