@@ -1,6 +1,15 @@
 #pragma once
 
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
+
+#include <unistd.h>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "config/load.hpp"
 #include "run/simulate.hpp"
@@ -9,6 +18,31 @@ namespace podsim::test {
 
 inline std::string source_path(const std::string& relative) {
     return std::string(PODSIM_SOURCE_DIR) + "/" + relative;
+}
+
+inline std::string read_text(const std::filesystem::path& p) {
+    std::ifstream in(p);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+
+// An empty temporary directory of this test process, by name.
+inline std::filesystem::path fresh_dir(const std::string& name) {
+    auto dir = std::filesystem::temp_directory_path() / fmt::format("podsim-test-{}-{}", name, ::getpid());
+    std::filesystem::remove_all(dir);
+    return dir;
+}
+
+// Goldens keep 6 significant digits, so that a different compiler's last-bit differences do not
+// matter while any modelling change does.
+inline void round_to_6_digits(nlohmann::json& j) {
+    if (j.is_number_float()) {
+        double v = j.get<double>();
+        j = v == 0.0 ? 0.0 : std::stod(fmt::format("{:.6g}", v));
+    } else if (j.is_object() || j.is_array()) {
+        for (auto& item : j) round_to_6_digits(item);
+    }
 }
 
 inline run::RunSpec load_config(const std::string& relative) {

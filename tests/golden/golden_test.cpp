@@ -19,17 +19,6 @@
 
 using namespace podsim;
 
-namespace {
-void normalize(nlohmann::json& j) {
-    if (j.is_number_float()) {
-        double v = j.get<double>();
-        j = v == 0.0 ? 0.0 : std::stod(fmt::format("{:.6g}", v));
-    } else if (j.is_object() || j.is_array()) {
-        for (auto& item : j) normalize(item);
-    }
-}
-}  // namespace
-
 TEST_CASE("golden reports of the example configs") {
     const bool update = std::getenv("PODSIM_UPDATE_GOLDEN") != nullptr;
     namespace fs = std::filesystem;
@@ -43,7 +32,7 @@ TEST_CASE("golden reports of the example configs") {
         CAPTURE(config.string());
         auto sim = run::simulate(config::load_run_file(config.string()));
         auto actual = nlohmann::json::parse(report::format_json(sim.report));
-        normalize(actual);
+        test::round_to_6_digits(actual);
         fs::path golden = test::source_path("tests/golden/" + config.stem().string() + ".json");
         if (update) {
             std::ofstream(golden) << actual.dump(2) << "\n";

@@ -19,17 +19,6 @@
 
 using namespace podsim;
 
-namespace {
-void round6(nlohmann::json& j) {
-    if (j.is_number_float()) {
-        double v = j.get<double>();
-        j = v == 0.0 ? 0.0 : std::stod(fmt::format("{:.6g}", v));
-    } else if (j.is_object() || j.is_array()) {
-        for (auto& item : j) round6(item);
-    }
-}
-}  // namespace
-
 TEST_CASE("golden whole-run summaries of the example configs") {
     const bool update = std::getenv("PODSIM_UPDATE_GOLDEN") != nullptr;
     namespace fs = std::filesystem;
@@ -51,7 +40,7 @@ TEST_CASE("golden whole-run summaries of the example configs") {
             if (value.is_array() && value.size() > 6)
                 value = {{"count", value.size()}, {"first", value.front()}, {"last", value.back()}};
         }
-        round6(actual);
+        test::round_to_6_digits(actual);
         fs::path golden = test::source_path("tests/golden/whole-run/" + config.stem().string() + ".json");
         if (update) {
             fs::create_directories(golden.parent_path());

@@ -34,19 +34,6 @@ namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-std::string read(const fs::path& p) {
-    std::ifstream in(p);
-    std::stringstream s;
-    s << in.rdbuf();
-    return s.str();
-}
-
-fs::path fresh_dir(const std::string& name) {
-    fs::path dir = fs::temp_directory_path() / fmt::format("podsim-fields-{}-{}", name, ::getpid());
-    fs::remove_all(dir);
-    return dir;
-}
-
 // Dotted paths of the JSON report's leaves (arrays count as leaves).
 void leaf_paths(const nlohmann::ordered_json& j, const std::string& prefix, std::vector<std::string>& out) {
     for (auto it = j.begin(); it != j.end(); ++it) {
@@ -281,9 +268,9 @@ TEST_CASE("a results.csv of an earlier layout resumes and merges") {
     // The layout before the registry: 14 report columns in another order, host_fits true when
     // unknown. Rewritten from a current run's rows, then resumed.
     auto plan = config::SweepPlan::load(test::source_path("tests/data/sweeps/small.yaml"));
-    fs::path whole = fresh_dir("whole"), old = fresh_dir("old");
+    fs::path whole = test::fresh_dir("fields-whole"), old = test::fresh_dir("old");
     sweep::run_sweep(plan, quiet(whole));
-    auto table = csv_table(read(whole / "results.csv"));
+    auto table = csv_table(test::read_text(whole / "results.csv"));
     const std::vector<std::string> params = plan.parameter_names();
     const std::vector<std::string> old_columns = {"name",        "chips",
                                                   "step_time_s", "mfu",
@@ -311,17 +298,18 @@ TEST_CASE("a results.csv of an earlier layout resumes and merges") {
     auto rows = sweep::read_results(old / "results.csv", params.size());
     REQUIRE(rows.size() == 5);
     CHECK(rows[2].number("mfu") == std::stod(table[2]["mfu"]));
-    CHECK(std::isnan(rows[2].number("idle_s")));  // not in the old layout
-    CHECK(read(old / "results.csv") == text);     // reading for a merge does not rewrite
+    CHECK(std::isnan(rows[2].number("idle_s")));          // not in the old layout
+    CHECK(test::read_text(old / "results.csv") == text);  // reading for a merge does not rewrite
 
     auto options = quiet(old);
     options.resume = true;
     auto summary = sweep::run_sweep(plan, options);
     CHECK(summary.resumed == 5);
-    auto resumed = csv_table(read(old / "results.csv"));
+    auto resumed = csv_table(test::read_text(old / "results.csv"));
     REQUIRE(resumed.size() == table.size());
-    CHECK(read(old / "results.csv").substr(0, read(old / "results.csv").find('\n')) ==
-          read(whole / "results.csv").substr(0, read(whole / "results.csv").find('\n')));
+    CHECK(
+        test::read_text(old / "results.csv").substr(0, test::read_text(old / "results.csv").find('\n')) ==
+        test::read_text(whole / "results.csv").substr(0, test::read_text(whole / "results.csv").find('\n')));
     for (std::size_t i = 0; i < table.size(); ++i) {
         CAPTURE(i);
         for (const auto& entry : table[i]) {  // not a structured binding: CAPTURE is a lambda

@@ -26,19 +26,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string read(const fs::path& p) {
-    std::ifstream in(p);
-    std::stringstream s;
-    s << in.rdbuf();
-    return s.str();
-}
-
-fs::path fresh_dir(const std::string& name) {
-    fs::path dir = fs::temp_directory_path() / fmt::format("podsim-test-{}-{}", name, ::getpid());
-    fs::remove_all(dir);
-    return dir;
-}
-
 sweep::SweepOptions quiet(const fs::path& out, int jobs) {
     sweep::SweepOptions o;
     o.out_dir = out.string();
@@ -49,7 +36,7 @@ sweep::SweepOptions quiet(const fs::path& out, int jobs) {
 
 std::vector<std::size_t> indices(const fs::path& csv) {
     std::vector<std::size_t> out;
-    std::istringstream lines(read(csv));
+    std::istringstream lines(test::read_text(csv));
     std::string line;
     std::getline(lines, line);  // header
     while (std::getline(lines, line)) out.push_back(std::stoul(line.substr(0, line.find(','))));
@@ -83,7 +70,7 @@ TEST_CASE("axes expand as a cartesian product, zips vary together, dotted paths 
 
 TEST_CASE("invalid combinations are skipped with their reason, not fatal") {
     auto plan = config::SweepPlan::load(test::source_path("tests/data/sweeps/skips.yaml"));
-    auto summary = sweep::run_sweep(plan, quiet(fresh_dir("skips"), 1));
+    auto summary = sweep::run_sweep(plan, quiet(test::fresh_dir("skips"), 1));
     CHECK(summary.evaluated == 1);
     REQUIRE(summary.skipped.size() == 1);
     CHECK(summary.skipped.begin()->first.find("mesh product is 8 but there are 4 chips") !=
@@ -93,7 +80,7 @@ TEST_CASE("invalid combinations are skipped with their reason, not fatal") {
 TEST_CASE("a value that shards only with other axes' values is a skipped row, not a sweep error") {
     // Global batch 2 does not shard over the base's 4 chips, but it does over 2: the value is valid,
     // so the sweep loads and only the combination with 4 chips is skipped.
-    fs::path dir = fresh_dir("combination");
+    fs::path dir = test::fresh_dir("combination");
     fs::create_directories(dir);
     std::ofstream(dir / "s.yaml") << "schema: podsim.sweep/v1\nbase: "
                                   << test::source_path("configs/default.yaml")
@@ -110,7 +97,7 @@ TEST_CASE("a value that shards only with other axes' values is a skipped row, no
 TEST_CASE("a bad sweep file reports every error with its position") {
     try {
         auto plan = config::SweepPlan::load(test::source_path("tests/data/sweeps/bad.yaml"));
-        sweep::run_sweep(plan, quiet(fresh_dir("bad"), 1));
+        sweep::run_sweep(plan, quiet(test::fresh_dir("bad"), 1));
         FAIL("accepted a bad sweep file");
     } catch (const core::UserError& e) {
         std::string text = e.diagnostics().to_string();
@@ -121,7 +108,7 @@ TEST_CASE("a bad sweep file reports every error with its position") {
     }
     // Keep and sort are checked once the file itself is valid.
     auto write = [](const std::string& body) {
-        fs::path p = fresh_dir("badkeep");
+        fs::path p = test::fresh_dir("badkeep");
         fs::create_directories(p);
         std::ofstream(p / "s.yaml") << "schema: podsim.sweep/v1\nbase: "
                                     << test::source_path("configs/default.yaml")
@@ -131,7 +118,7 @@ TEST_CASE("a bad sweep file reports every error with its position") {
     };
     auto plan = config::SweepPlan::load(write("keep: [fits, mfu >> 0.3, mfuu > 0.2]\nsort: speed\n"));
     try {
-        sweep::run_sweep(plan, quiet(fresh_dir("badkeep-out"), 1));
+        sweep::run_sweep(plan, quiet(test::fresh_dir("badkeep-out"), 1));
         FAIL("accepted bad keep/sort");
     } catch (const core::UserError& e) {
         std::string text = e.diagnostics().to_string();
@@ -161,16 +148,17 @@ TEST_CASE("keep expressions") {
 
 TEST_CASE("same sweep, same CSV, whatever --jobs; shards merged equal the whole") {
     auto plan = config::SweepPlan::load(test::source_path("tests/data/sweeps/small.yaml"));
-    fs::path one = fresh_dir("jobs1"), two = fresh_dir("jobs2"), merged = fresh_dir("merged");
+    fs::path one = test::fresh_dir("jobs1"), two = test::fresh_dir("jobs2"),
+             merged = test::fresh_dir("merged");
     auto a = sweep::run_sweep(plan, quiet(one, 1));
     auto b = sweep::run_sweep(plan, quiet(two, 2));
-    CHECK(read(one / "results.csv") == read(two / "results.csv"));
-    CHECK(read(one / "results.jsonl") == read(two / "results.jsonl"));
+    CHECK(test::read_text(one / "results.csv") == test::read_text(two / "results.csv"));
+    CHECK(test::read_text(one / "results.jsonl") == test::read_text(two / "results.jsonl"));
     CHECK(a.ranked.front().index == b.ranked.front().index);
 
     std::vector<std::string> shard_dirs;
     for (int k = 1; k <= 3; ++k) {
-        fs::path dir = fresh_dir(fmt::format("shard{}", k));
+        fs::path dir = test::fresh_dir(fmt::format("shard{}", k));
         auto options = quiet(dir, 2);
         options.shard_index = k;
         options.shard_count = 3;
@@ -180,12 +168,12 @@ TEST_CASE("same sweep, same CSV, whatever --jobs; shards merged equal the whole"
         shard_dirs.push_back(dir.string());
     }
     sweep::merge_shards(plan, shard_dirs, merged.string());
-    CHECK(read(merged / "results.csv") == read(one / "results.csv"));
+    CHECK(test::read_text(merged / "results.csv") == test::read_text(one / "results.csv"));
 }
 
 TEST_CASE("resume after an interruption: every config exactly once") {
     auto plan = config::SweepPlan::load(test::source_path("tests/data/sweeps/small.yaml"));
-    fs::path dir = fresh_dir("resume"), whole = fresh_dir("whole");
+    fs::path dir = test::fresh_dir("resume"), whole = test::fresh_dir("whole");
     auto partial = quiet(dir, 2);
     partial.limit = 5;  // stops after 5 configs, as if killed
     sweep::run_sweep(plan, partial);
@@ -200,13 +188,13 @@ TEST_CASE("resume after an interruption: every config exactly once") {
     CHECK(done.size() == 12);
     CHECK(std::set<std::size_t>(done.begin(), done.end()).size() == 12);
     sweep::run_sweep(plan, quiet(whole, 1));
-    CHECK(read(dir / "results.csv") == read(whole / "results.csv"));
-    CHECK(read(dir / "results.jsonl") == read(whole / "results.jsonl"));
+    CHECK(test::read_text(dir / "results.csv") == test::read_text(whole / "results.csv"));
+    CHECK(test::read_text(dir / "results.jsonl") == test::read_text(whole / "results.jsonl"));
 }
 
 TEST_CASE("a sweep process killed mid-run resumes to a complete result") {
     const std::string sweep_file = test::source_path("tests/data/sweeps/large.yaml");
-    fs::path dir = fresh_dir("killed");
+    fs::path dir = test::fresh_dir("killed");
     pid_t child = ::fork();
     REQUIRE(child >= 0);
     if (child == 0) {
@@ -237,14 +225,14 @@ TEST_CASE("a sweep process killed mid-run resumes to a complete result") {
 TEST_CASE("CSV writes whole numbers as integers and reads them back exactly") {
     // Byte counts above 1e9 used to print as 1.07632077e+10 (9 significant digits), losing bytes.
     auto plan = config::SweepPlan::load(test::source_path("tests/data/sweeps/small.yaml"));
-    fs::path out = fresh_dir("integers");
+    fs::path out = test::fresh_dir("integers");
     auto options = quiet(out, 1);
     options.limit = 1;
     auto summary = sweep::run_sweep(plan, options);
     REQUIRE(!summary.ranked.empty());
     const sweep::Row& row = summary.ranked.front();
     REQUIRE(row.number("capacity_bytes") > 1e9);  // HBM of a TPU chip
-    std::string csv = read(out / "results.csv");
+    std::string csv = test::read_text(out / "results.csv");
     CHECK(csv.find("e+") == std::string::npos);
     CHECK(csv.find(fmt::format(",{},", std::llround(row.number("capacity_bytes")))) != std::string::npos);
     CHECK(csv.find(fmt::format(",{},", std::llround(row.number("peak_bytes")))) != std::string::npos);
