@@ -164,4 +164,39 @@ MemoryProfile profile_memory(const parallel::DeviceProgram& program, const sched
     return profile;
 }
 
+// Any schedule holds, when the last forward compute op of a microbatch starts, the
+// parameters, gradients and optimizer state and every forward output of that microbatch kept in HBM
+// for the backward (memory/memory_profile.cpp: a kept output is live from its op's start until its
+// layer's backward ends, and the backward of every layer starts after the last forward op); the
+// profile's peak is at least that sum, and none of it depends on the prefetch depth.
+double least_peak_bytes(const parallel::DeviceProgram& program) {
+    const double fixed = program.params_bytes + program.grads_bytes + program.optimizer_bytes;
+    // Outputs whose layer has no backward op are freed when their op ends: not counted.
+    int min_layer = 0, max_layer = 0, microbatches = 1;
+    for (const auto& op : program.ops) {
+        min_layer = std::min(min_layer, op.layer);
+        max_layer = std::max(max_layer, op.layer);
+        microbatches = std::max(microbatches, op.microbatch + 1);
+    }
+    auto slot = [&](const parallel::DeviceOp& op) {
+        return static_cast<std::size_t>(op.layer - min_layer) * static_cast<std::size_t>(microbatches) +
+               static_cast<std::size_t>(op.microbatch);
+    };
+    std::vector<bool> has_backward(static_cast<std::size_t>(max_layer - min_layer + 1) *
+                                   static_cast<std::size_t>(microbatches));
+    for (const auto& op : program.ops) {
+        if (is_compute(op) && op.phase != workload::Phase::forward && op.phase != workload::Phase::optimizer)
+            has_backward[slot(op)] = true;
+    }
+    std::vector<double> kept(static_cast<std::size_t>(microbatches), 0.0);  // per microbatch
+    for (const auto& op : program.ops) {
+        if (is_compute(op) && op.phase == workload::Phase::forward && op.kept_for_backward && !op.offloaded &&
+            has_backward[slot(op)])
+            kept[static_cast<std::size_t>(op.microbatch)] += op.output_bytes;
+    }
+    double least_peak = fixed;
+    for (double bytes : kept) least_peak = std::max(least_peak, fixed + bytes);
+    return least_peak;
+}
+
 }  // namespace podsim::memory

@@ -46,4 +46,8 @@ struct MemoryProfile {
 MemoryProfile profile_memory(const parallel::DeviceProgram& program, const scheduler::Timeline& timeline,
                              double capacity_bytes);
 
+// A lower bound on profile_memory's peak for every schedule of `program` (whatever the timeline,
+// e.g. at any FSDP prefetch depth): the memory a step holds that no scheduling choice changes.
+double least_peak_bytes(const parallel::DeviceProgram& program);
+
 }  // namespace podsim::memory

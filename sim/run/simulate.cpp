@@ -125,46 +125,6 @@ Simulation simulate_with(const RunSpec& spec, const parallel::RuntimeSpec& runti
     return sim;
 }
 
-// False when the step cannot fit in `capacity_bytes` whatever the prefetch depth, so that lowering
-// it cannot help. Any schedule holds, when the last forward compute op of a microbatch starts, the
-// parameters, gradients and optimizer state and every forward output of that microbatch kept in HBM
-// for the backward (memory/memory_profile.cpp: a kept output is live from its op's start until its
-// layer's backward ends, and the backward of every layer starts after the last forward op); the
-// profile's peak is at least that sum, and none of it depends on the prefetch depth.
-bool no_prefetch_can_fit(const parallel::DeviceProgram& program, double capacity_bytes) {
-    const double fixed = program.params_bytes + program.grads_bytes + program.optimizer_bytes;
-    auto is_compute = [](const parallel::DeviceOp& op) {
-        return op.category == parallel::OpCategory::matmul || op.category == parallel::OpCategory::fusion;
-    };
-    // Outputs whose layer has no backward op are freed when their op ends: not counted.
-    int min_layer = 0, max_layer = 0, microbatches = 1;
-    for (const auto& op : program.ops) {
-        min_layer = std::min(min_layer, op.layer);
-        max_layer = std::max(max_layer, op.layer);
-        microbatches = std::max(microbatches, op.microbatch + 1);
-    }
-    auto slot = [&](const parallel::DeviceOp& op) {
-        return static_cast<std::size_t>(op.layer - min_layer) * static_cast<std::size_t>(microbatches) +
-               static_cast<std::size_t>(op.microbatch);
-    };
-    std::vector<bool> has_backward(static_cast<std::size_t>(max_layer - min_layer + 1) *
-                                   static_cast<std::size_t>(microbatches));
-    for (const auto& op : program.ops) {
-        if (is_compute(op) && op.phase != workload::Phase::forward && op.phase != workload::Phase::optimizer)
-            has_backward[slot(op)] = true;
-    }
-    std::vector<double> kept(static_cast<std::size_t>(microbatches), 0.0);  // per microbatch
-    for (const auto& op : program.ops) {
-        if (is_compute(op) && op.phase == workload::Phase::forward && op.kept_for_backward && !op.offloaded &&
-            has_backward[slot(op)])
-            kept[static_cast<std::size_t>(op.microbatch)] += op.output_bytes;
-    }
-    double least_peak = fixed;
-    for (double bytes : kept) least_peak = std::max(least_peak, fixed + bytes);
-    // The profile adds the same terms in another order: a relative margin covers the rounding.
-    return least_peak * (1.0 - 1e-9) <= capacity_bytes;
-}
-
 }  // namespace
 
 Simulation simulate(const RunSpec& spec, SimulationCache& cache, SimulateOptions options) {
@@ -182,8 +142,10 @@ Simulation simulate(const RunSpec& spec, SimulationCache& cache, SimulateOptions
     // gathered weights would not fit in HBM, it issues the all-gathers later. podsim lowers the
     // prefetch depth until the step fits, and reports the depth used; the gathers it no longer
     // hides show up as exposed communication.
-    // No depth can fit when what every schedule holds already does not: see no_prefetch_can_fit.
-    if (!sim.memory.fits && !options.exact && !no_prefetch_can_fit(sim.program, sim.memory.capacity_bytes))
+    // No depth can fit when what every schedule holds already does not (the profile adds the same
+    // terms in another order: a relative margin covers the rounding).
+    if (!sim.memory.fits && !options.exact &&
+        memory::least_peak_bytes(sim.program) * (1.0 - 1e-9) > sim.memory.capacity_bytes)
         return sim;
     for (int depth = sim.report.prefetch_depth - 1; !sim.memory.fits && depth >= 0; --depth) {
         parallel::RuntimeSpec runtime = spec.runtime;
