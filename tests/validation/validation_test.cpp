@@ -63,20 +63,21 @@ TEST_CASE("the ViT-CIFAR all-reduce share on the right device count") {
     };
     auto near = [](double value) { return doctest::Approx(value).epsilon(0.01).scale(0.0); };
     // A v3-8 as JAX sees it, 8 devices on 4 chips: the gradient all-reduce runs on both torus
-    // dimensions and on each chip's intra-chip link at once: 0.123, 0.002 above 0.071 + 0.05 (the
-    // case's expected_miss).
-    CHECK(fraction(*it) == near(0.1228));
+    // dimensions and on each chip's intra-chip link at once, the links at the scaling book's
+    // 100 GB/s one-way: 0.095, inside 0.071 +- 0.05.
+    CHECK(fraction(*it) == near(0.0951));
     // The same chips counted as 4 devices (one per chip, podsim before devices per chip; the
-    // per-device compute is the same, batch and peak both doubled): 0.162.
+    // per-device compute is the same, batch and peak both doubled): 0.124, outside.
     auto chips = *it;
     chips.run.topology.chip.devices_per_chip = 1;
     chips.run.mesh.ici = {{"data", 4}};
-    CHECK(fraction(chips) == near(0.162));
-    // v3 links at the scaling book's 100 GB/s one-way (and the intra-chip link with them): 0.095.
-    auto fast = *it;
-    fast.run.topology.ici.link_bandwidth = 100e9;
-    fast.run.topology.chip.intra_chip_bandwidth = 100e9;
-    CHECK(fraction(fast) == near(0.0951));
+    CHECK(fraction(chips) == near(0.1243));
+    // v3 links at ISCA 2023's 70 GB/s (and the intra-chip link with them): 0.123, 0.002 outside;
+    // docs/model.md says why the topology takes 100 GB/s.
+    auto slow = *it;
+    slow.run.topology.ici.link_bandwidth = 70e9;
+    slow.run.topology.chip.intra_chip_bandwidth = 70e9;
+    CHECK(fraction(slow) == near(0.1228));
     // The other 8-device board, a v2-8: 0.078.
     auto v2 = *it;
     v2.run.topology = podsim::config::load_topology("tpu-v2");
