@@ -25,16 +25,19 @@ double kind_factor(CollectiveKind kind, bool all_rings) {
 
 CollectiveTiming closed_form_ici(CollectiveKind kind, double bytes,
                                  const std::vector<network::AxisDimPart>& parts, double link_bandwidth,
-                                 double hop_latency) {
+                                 double hop_latency, IntraChipLink intra_chip) {
     CollectiveTiming t;
     long n = 1;
     for (const auto& p : parts) n *= p.size;
     if (n <= 1 || bytes <= 0.0) return t;
 
+    auto bandwidth_of = [&](const network::AxisDimPart& p) {
+        return p.dim == intra_chip.dim ? intra_chip.bandwidth : link_bandwidth;
+    };
     if (kind == CollectiveKind::collective_permute) {
         // One neighbour exchange along the most local part.
         const auto& p = parts.front();
-        t.bandwidth_time = bytes / link_bandwidth;
+        t.bandwidth_time = bytes / bandwidth_of(p);
         t.latency_time = hop_latency * p.stride;
         t.time = t.bandwidth_time + t.latency_time;
         return t;
@@ -46,7 +49,7 @@ CollectiveTiming closed_form_ici(CollectiveKind kind, double bytes,
     for (const auto& p : parts) {
         if (p.size <= 1) continue;
         // A group with stride s shares each physical link with s - 1 interleaved groups.
-        double per_direction = link_bandwidth / p.stride;
+        double per_direction = bandwidth_of(p) / p.stride;
         aggregate_bandwidth += p.wraps ? 2.0 * per_direction : per_direction;
         hops += (p.wraps ? p.size / 2 : p.size - 1) * static_cast<double>(p.stride);
         all_rings = all_rings && p.wraps;

@@ -22,10 +22,16 @@ struct CollectiveTiming {
 //   on a line (no wraparound):               twice the bandwidth term, N-1 hops
 //   k dimensions used concurrently:           bandwidths add (the book's "divided by k")
 //   reduce-scatter = all-gather, all-reduce = 2 x all-gather, all-to-all = all-gather / 4 on rings
-// `link_bandwidth` is one direction of one link, already scaled by any efficiency.
+// `link_bandwidth` is one direction of one link, already scaled by any efficiency. On chips with
+// several devices (v2/v3), the part on dimension `intra_chip.dim` runs over the chip's own link at
+// `intra_chip.bandwidth` per direction instead (topology chip.intra_chip_bandwidth).
+struct IntraChipLink {
+    int dim = -1;            // the device grid's intra-chip dimension, or -1
+    double bandwidth = 0.0;  // bytes/s per direction
+};
 CollectiveTiming closed_form_ici(CollectiveKind kind, double bytes,
                                  const std::vector<network::AxisDimPart>& parts, double link_bandwidth,
-                                 double hop_latency);
+                                 double hop_latency, IntraChipLink intra_chip = {});
 
 // Across slices over the data-center network: a ring over `slices` in which each chip exchanges its
 // own share (`bytes` is the full array as above, per chip) at `bandwidth_per_chip`.

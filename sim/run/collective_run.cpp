@@ -6,6 +6,7 @@
 
 #include "core/diagnostics.hpp"
 #include "core/engine.hpp"
+#include "hardware/topology_spec.hpp"
 #include "network/flow_network.hpp"
 
 namespace podsim::run {
@@ -91,7 +92,9 @@ CollectiveResult run_collective(const CollectiveRequest& r) {
     result.time_s = core::to_seconds(finish.done[0]);
     result.closed_form_s =
         collectives::closed_form_ici(r.kind, r.bytes, combined.parts, link_bandwidth,
-                                     r.topology.ici.hop_latency * r.calibration.ici_hop_latency_factor)
+                                     r.topology.ici.hop_latency * r.calibration.ici_hop_latency_factor,
+                                     collectives::IntraChipLink{hardware::intra_chip_dimension(r.topology),
+                                                                r.topology.chip.intra_chip_bandwidth})
             .time +
         (result.group_size > 1 ? r.calibration.collective_overhead : 0.0);
     if (result.time_s > 0) {

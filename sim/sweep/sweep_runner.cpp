@@ -137,7 +137,10 @@ SweepSummary run_sweep(const config::SweepPlan& plan, const SweepOptions& option
     std::map<std::size_t, Row> finished;  // position in todo -> row
     std::exception_ptr failure;           // a worker's exception (a bug): rethrown here
     bool closing = false;
-    const std::size_t window = static_cast<std::size_t>(jobs) * 8;
+    // Rows are written in order, so a slow config holds the writer while the other workers go on
+    // ahead: the window must cover what they finish meanwhile (a 175B config on 4,096 chips takes
+    // as long as a hundred small ones), or they run dry. Still bounded, so memory stays flat.
+    const std::size_t window = static_cast<std::size_t>(jobs) * 512;
 
     std::vector<std::thread> workers;
     for (int w = 0; w < jobs; ++w) {

@@ -40,7 +40,9 @@ TEST_CASE("uncontended rings and lines match the closed forms within 1%") {
     for (Case c : {Case{"tpu-v4", "4x4x4", "a=16,b=4", "b"}, Case{"tpu-v4", "4x4x4", "a=16,b=4", "a"},
                    Case{"tpu-v4", "4x4x4", "a=64", "a"}, Case{"tpu-v4", "16x16x16", "a=256,b=16", "b"},
                    Case{"tpu-v4", "2x2x4", "a=4,b=4", "b"}, Case{"tpu-v5e", "8x4", "X=8,Y=4", "Y"},
-                   Case{"tpu-v5e", "16x16", "a=16,b=16", "b"}}) {
+                   Case{"tpu-v5e", "16x16", "a=16,b=16", "b"},
+                   // The two cores of a v2/v3 chip: the intra-chip link at chip.intra_chip_bandwidth.
+                   Case{"tpu-v2", "2x2", "a=4,b=2", "b"}, Case{"tpu-v3", "2x2", "a=4,b=2", "b"}}) {
         for (auto kind :
              {CollectiveKind::all_gather, CollectiveKind::reduce_scatter, CollectiveKind::all_reduce}) {
             CAPTURE(c.slice);

@@ -113,6 +113,12 @@ TEST_CASE("closed forms of the scaling book") {
     auto t_small = collectives::closed_form_ici(CollectiveKind::all_gather, 1024,
                                                 {network::AxisDimPart{0, 16, 1, true}}, W, hop);
     CHECK(t_small.time == doctest::Approx(8e-6));
+    // The two devices of a v2 chip (grid dimension 2) exchange over their own link at 60 GB/s,
+    // not at the ICI rate: each receives V/2 in one direction.
+    auto t_pair =
+        collectives::closed_form_ici(CollectiveKind::all_gather, V, {network::AxisDimPart{2, 2, 1, false}}, W,
+                                     hop, collectives::IntraChipLink{2, 60e9});
+    CHECK(t_pair.time == doctest::Approx(V / 2 / 60e9));
 }
 
 TEST_CASE("explicit mesh.mapping places axes where the config says") {
