@@ -34,7 +34,7 @@ run: build
 	./$(BUILD)/podsim run
 
 test: build
-	ctest --test-dir $(BUILD) --output-on-failure
+	ctest --test-dir $(BUILD) --output-on-failure -j$(JOBS)
 
 bench: build
 	./$(BUILD)/podsim_bench
@@ -49,7 +49,7 @@ asan-configure: deps
 
 sanitize: asan-configure
 	cmake --build $(ASAN_BUILD) -j$(JOBS)
-	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --test-dir $(ASAN_BUILD) --output-on-failure
+	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --test-dir $(ASAN_BUILD) --output-on-failure -j$(JOBS)
 
 # Runs every fuzz target for FUZZ_SECONDS (default 60) under ASan+UBSan; FUZZ_TARGETS picks some.
 # Fails on any crash, sanitizer report, input over 10 s or over 2 GB (see README, Fuzzing).
