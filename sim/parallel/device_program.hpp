@@ -1,11 +1,15 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "collectives/collective_kind.hpp"
 #include "network/axis_mapping.hpp"
+#include "parallel/name_store.hpp"
+#include "parallel/op_deps.hpp"
 #include "workload/op.hpp"
 
 namespace podsim::parallel {
@@ -38,7 +42,8 @@ struct CommAxis {
 
 // One op as every chip runs it (SPMD: all chips run the same program), with per-chip sizes.
 struct DeviceOp {
-    std::string name;
+    // In the program's NameStore (or a string literal): valid while a copy of the program lives.
+    std::string_view name;
     OpCategory category = OpCategory::fusion;
     workload::Phase phase = workload::Phase::forward;
     int layer = -1;
@@ -63,7 +68,7 @@ struct DeviceOp {
     collectives::CollectiveKind collective = collectives::CollectiveKind::all_gather;
     int comm_axis = -1;             // index into DeviceProgram::comm_axes
     double collective_bytes = 0.0;  // the full array, as the scaling book counts it
-    std::vector<int> deps;          // earlier ops (program order) that must finish first
+    OpDeps deps;                    // earlier ops (program order) that must finish first
 };
 
 struct Resource {
@@ -76,6 +81,7 @@ struct DeviceProgram {
     std::vector<DeviceOp> ops;  // program order
     std::vector<Resource> resources;
     std::vector<CommAxis> comm_axes;
+    std::shared_ptr<const NameStore> names;  // what the ops' names point into, shared by copies
     long chips = 1;
     int microbatches = 1;
     // Per-chip state that lives for the whole step (bytes).

@@ -115,7 +115,8 @@ RunReport build_report(const ReportInput& in) {
     r.memory.gathered_weights_bytes = m.at_peak.gathered_weights;
     r.memory.collective_buffers_bytes = m.at_peak.collective_buffers;
     r.memory.temporaries_bytes = m.at_peak.temporaries;
-    r.memory.peak_op = m.peak_op >= 0 ? ops[static_cast<std::size_t>(m.peak_op)].name : std::string();
+    r.memory.peak_op =
+        m.peak_op >= 0 ? std::string(ops[static_cast<std::size_t>(m.peak_op)].name) : std::string();
     r.memory.peak_time_s = core::to_seconds(m.peak_time);
     r.host_peak_bytes = in.host.peak_bytes;
     r.host_capacity_bytes = in.host.capacity_bytes;
