@@ -35,13 +35,17 @@ MemoryProfile profile_memory(const parallel::DeviceProgram& program, const sched
     const auto& spans = timeline.spans;
 
     // Flat tables: (layer, microbatch) -> end of the layer's backward, (group, pass, microbatch) ->
-    // end of the group's last user; -1 where there is none.
+    // end of the group's last user; -1 where there is none. Offloaded activations leave HBM when
+    // their copy to host ends and return when the copy back starts: by op, when there are copies.
+    // (Few passes over the ops: a program of a big model is megabytes of them.)
     int min_layer = 0, max_layer = 0, max_group = 0, max_microbatch = 0;
+    bool copies = false;
     for (const auto& op : ops) {
         min_layer = std::min(min_layer, op.layer);
         max_layer = std::max(max_layer, op.layer);
         max_group = std::max(max_group, op.param_group);
         max_microbatch = std::max(max_microbatch, op.microbatch);
+        copies = copies || op.category == parallel::OpCategory::copy;
     }
     const auto microbatches = static_cast<std::size_t>(max_microbatch) + 1;
     auto layer_slot = [&](int layer, int microbatch) {
@@ -55,8 +59,18 @@ MemoryProfile profile_memory(const parallel::DeviceProgram& program, const sched
     std::vector<core::Time> backward_end(static_cast<std::size_t>(max_layer - min_layer + 1) * microbatches,
                                          -1);
     std::vector<core::Time> last_user_end((static_cast<std::size_t>(max_group) + 1) * 2 * microbatches, -1);
+    std::vector<core::Time> offload_end(copies ? ops.size() : 0, -1),
+        reload_start(copies ? ops.size() : 0, -1);
     for (std::size_t i = 0; i < ops.size(); ++i) {
         const auto& op = ops[i];
+        if (op.category == parallel::OpCategory::copy && op.source_op >= 0) {
+            const auto source = static_cast<std::size_t>(op.source_op);
+            if (op.to_host) {
+                offload_end[source] = spans[i].end;
+            } else {
+                reload_start[source] = spans[i].start;
+            }
+        }
         if (!is_compute(op) || op.phase == workload::Phase::optimizer) continue;
         if (op.phase != workload::Phase::forward) {
             auto& end = backward_end[layer_slot(op.layer, op.microbatch)];
@@ -65,23 +79,6 @@ MemoryProfile profile_memory(const parallel::DeviceProgram& program, const sched
         if (op.param_group >= 0) {
             auto& end = last_user_end[group_slot(op.param_group, pass_of(op.phase), op.microbatch)];
             end = std::max(end, spans[i].end);
-        }
-    }
-
-    // Offloaded activations leave HBM when their copy to host ends and return when the copy back
-    // starts.
-    bool copies = false;
-    for (const auto& op : ops) copies = copies || op.category == parallel::OpCategory::copy;
-    std::vector<core::Time> offload_end(copies ? ops.size() : 0, -1),
-        reload_start(copies ? ops.size() : 0, -1);
-    for (std::size_t i = 0; copies && i < ops.size(); ++i) {
-        const auto& op = ops[i];
-        if (op.category != parallel::OpCategory::copy || op.source_op < 0) continue;
-        const auto source = static_cast<std::size_t>(op.source_op);
-        if (op.to_host) {
-            offload_end[source] = spans[i].end;
-        } else {
-            reload_start[source] = spans[i].start;
         }
     }
 
