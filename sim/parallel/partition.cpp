@@ -383,7 +383,7 @@ class Partitioner {
             }
             DeviceOp d = compute_ops_[static_cast<std::size_t>(gi)];
             d.microbatch = mb;
-            for (int pred : g_.predecessor_lists()[static_cast<std::size_t>(gi)]) {
+            for (int pred : g_.predecessors_view(gi)) {
                 int r = ready[static_cast<std::size_t>(pred)];
                 if (r >= 0) d.deps.push_back(r);
             }
