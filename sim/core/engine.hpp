@@ -1,7 +1,7 @@
 #pragma once
 
 #include <cstdint>
-#include <queue>
+#include <functional>
 #include <vector>
 
 #include "core/time.hpp"
@@ -25,8 +25,23 @@ class Engine {
     void schedule_after(Time delay, EventHandler& handler, std::uint64_t tag);
     // Runs until no event is left; returns the time of the last event.
     Time run();
+    // Runs the next event; false when none is left.
+    bool step();
     Time now() const { return now_; }
     std::uint64_t events_processed() const { return events_processed_; }
+
+    struct Pending {
+        Time when;
+        const EventHandler* handler;
+        std::uint64_t tag;
+    };
+    // The events still to run, in the order they will run.
+    std::vector<Pending> pending() const;
+    // Moves the clock and every pending event `delta` later and gives each event the tag
+    // `retag(handler, tag)`; the order of the events does not change. For a model that knows the
+    // next `delta` would only repeat what it has already seen (a periodic steady state).
+    // Throws TimeOverflow when an event would pass kMaxTime.
+    void jump(Time delta, const std::function<std::uint64_t(const EventHandler&, std::uint64_t)>& retag);
 
   private:
     struct Event {
@@ -41,7 +56,7 @@ class Engine {
             return a.sequence > b.sequence;
         }
     };
-    std::priority_queue<Event, std::vector<Event>, Later> queue_;
+    std::vector<Event> queue_;  // a binary heap under Later
     Time now_ = 0;
     std::uint64_t next_sequence_ = 0;
     std::uint64_t events_processed_ = 0;

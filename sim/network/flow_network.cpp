@@ -192,4 +192,33 @@ void FlowNetwork::on_event(core::Time now, std::uint64_t tag) {
     for (int slot : finished_phase) finish_phase(slot);
 }
 
+void FlowNetwork::snapshot(core::Time now, std::uint64_t tag_base, Snapshot& out) const {
+    out.transfers.clear();
+    for (const Transfer& t : transfers_) {
+        out.transfers.push_back(
+            Snapshot::TransferState{t.phases, t.in_use ? static_cast<std::int64_t>(t.tag - tag_base) : 0,
+                                    t.phase, t.flows_left, t.in_use});
+    }
+    out.free_transfers = free_transfers_;
+    out.active.clear();
+    for (const ActiveFlow& f : active_)
+        out.active.push_back(Snapshot::FlowState{f.transfer, f.flow, f.remaining, f.rate});
+    out.since_update = now - last_update_;
+}
+
+std::uint64_t FlowNetwork::relative_tag(std::uint64_t tag) const {
+    if (tag & kLatencyBit) return tag;
+    return generation_ - tag;  // 0 for the live completion check, more for superseded ones
+}
+
+void FlowNetwork::jump(core::Time delta, std::uint64_t tag_delta,
+                       const std::vector<double>& link_bytes_per_period, double periods) {
+    last_update_ += delta;
+    for (Transfer& t : transfers_)
+        if (t.in_use) t.tag += tag_delta;
+    if (link_bytes_.empty() && !link_bytes_per_period.empty()) link_bytes_.assign(bandwidth_->size(), 0.0);
+    for (std::size_t l = 0; l < link_bytes_per_period.size(); ++l)
+        link_bytes_[l] += periods * link_bytes_per_period[l];
+}
+
 }  // namespace podsim::network

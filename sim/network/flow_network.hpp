@@ -49,6 +49,39 @@ class FlowNetwork final : public core::EventHandler {
     const std::vector<double>& link_bytes() const { return link_bytes_; }
     std::size_t active_flows() const { return active_.size(); }
 
+    // The network's state as seen from `now`, with transfer tags relative to `tag_base`: two
+    // snapshots that compare equal evolve alike (for a scheduler that detects a periodic steady state).
+    struct Snapshot {
+        struct TransferState {
+            const std::vector<FlowPhase>* phases;
+            std::int64_t tag;  // relative to tag_base
+            std::size_t phase;
+            int flows_left;
+            bool in_use;
+            bool operator==(const TransferState&) const = default;
+        };
+        struct FlowState {
+            int transfer;
+            const Flow* flow;
+            double remaining;
+            double rate;
+            bool operator==(const FlowState&) const = default;
+        };
+        std::vector<TransferState> transfers;
+        std::vector<int> free_transfers;
+        std::vector<FlowState> active;
+        core::Time since_update = 0;
+        bool operator==(const Snapshot&) const = default;
+    };
+    void snapshot(core::Time now, std::uint64_t tag_base, Snapshot& out) const;
+    // One of this network's event tags in a form that does not depend on how many reallocations
+    // came before (completion checks are numbered by generation).
+    std::uint64_t relative_tag(std::uint64_t tag) const;
+    // After the engine jumped `delta` ahead: the transfers' tags move by `tag_delta`, and the links
+    // have carried `link_bytes_per_period` `periods` more times.
+    void jump(core::Time delta, std::uint64_t tag_delta, const std::vector<double>& link_bytes_per_period,
+              double periods);
+
   private:
     struct Transfer {
         const std::vector<FlowPhase>* phases = nullptr;

@@ -7,14 +7,21 @@
 #include "core/assert.hpp"
 #include "core/engine.hpp"
 #include "network/flow_network.hpp"
+#include "scheduler/periods.hpp"
 
 namespace podsim::scheduler {
 namespace {
 
+// Regions shorter than this are simulated op by op: a jump needs a few periods to find the steady
+// state and a margin at the end.
+constexpr std::size_t kMinPeriods = 6;
+// Boundaries compared in a region before giving up on it (the state never repeats).
+constexpr int kMaxTries = 8;
+
 class ProgramRun final : public core::EventHandler, public network::TransferListener {
   public:
     ProgramRun(const parallel::DeviceProgram& program, const std::vector<cost::OpCost>& costs,
-               bool synchronous, const NetworkInput* network)
+               bool synchronous, const NetworkInput* network, bool jump_periods)
         : program_(program), network_input_(network) {
         if (network) {
             int count = 1;
@@ -33,12 +40,15 @@ class ProgramRun final : public core::EventHandler, public network::TransferList
         heads_.assign(queues_.size(), 0);
         busy_.assign(queues_.size(), false);
         timeline_.spans.resize(n);
+        if (jump_periods) find_regions();
     }
 
     Timeline run() {
         for (std::size_t r = 0; r < queues_.size(); ++r) try_start(static_cast<int>(r));
-        timeline_.step_time = engine_.run();
-        timeline_.events = engine_.events_processed() + replayed_events_;
+        take_due_snapshot();
+        while (engine_.step()) take_due_snapshot();
+        timeline_.step_time = engine_.now();
+        timeline_.events = engine_.events_processed() + replayed_events_ + jumped_events_;
         if (network_input_) {
             timeline_.link_bytes = std::move(alone_link_bytes_);
             for (const auto& net : networks_) {
@@ -64,6 +74,7 @@ class ProgramRun final : public core::EventHandler, public network::TransferList
     void complete(core::Time now, std::size_t op) {
         const auto resource = static_cast<std::size_t>(program_.ops[op].resource);
         timeline_.spans[op].end = now;
+        if (logging_) ended_.push_back(static_cast<int>(op));
         busy_[resource] = false;
         ++heads_[resource];
         for (std::size_t e = succ_begin_[op]; e < succ_begin_[op + 1]; ++e) {
@@ -73,6 +84,9 @@ class ProgramRun final : public core::EventHandler, public network::TransferList
         try_start(static_cast<int>(resource));
     }
 
+    // An op waits only for the predecessors that can still be running when it reaches the head of
+    // its resource's in-order queue: not for one on its own resource (it comes earlier in the same
+    // queue), nor for one that an earlier op of its queue also waits for.
     void build_dependencies(bool synchronous) {
         // Synchronous collectives also wait for the compute before them, and compute waits for the
         // collectives issued since the last compute: extra edges beside each op's own deps.
@@ -94,27 +108,64 @@ class ProgramRun final : public core::EventHandler, public network::TransferList
                 }
             }
         }
-        pending_.assign(n, 0);
-        succ_begin_.assign(n + 1, 0);
-        auto count = [&](int from, std::size_t to) {
+        auto resource_of = [&](std::size_t op) {
+            return static_cast<std::size_t>(program_.ops[op].resource);
+        };
+        auto on_other_resource = [&](int from, std::size_t to) {
             PODSIM_ASSERT(from >= 0 && static_cast<std::size_t>(from) < to,
                           "dependency not earlier in program order");
+            return resource_of(static_cast<std::size_t>(from)) != resource_of(to);
+        };
+        // An edge from d is also redundant when an earlier op on the same resource as its target
+        // waits for d: that op finishes before the target reaches the head of the queue (a backward
+        // op's dependency on a forward output that the next forward op consumed first).
+        const std::size_t resources = program_.resources.size();
+        std::vector<std::size_t> first_successor_on(n * resources, n);  // (op, resource) -> op
+        auto note = [&](int from, std::size_t to) {
+            if (!on_other_resource(from, to)) return;
+            auto& first = first_successor_on[static_cast<std::size_t>(from) * resources + resource_of(to)];
+            first = std::min(first, to);
+        };
+        for (std::size_t i = 0; i < n; ++i)
+            for (int d : program_.ops[i].deps) note(d, i);
+        for (const auto& [from, to] : extra) note(from, static_cast<std::size_t>(to));
+        auto cross = [&](int from, std::size_t to) {
+            return on_other_resource(from, to) &&
+                   first_successor_on[static_cast<std::size_t>(from) * resources + resource_of(to)] == to;
+        };
+        pending_.assign(n, 0);
+        succ_begin_.assign(n + 1, 0);
+        pred_begin_.assign(n + 1, 0);
+        auto count = [&](int from, std::size_t to) {
+            if (!cross(from, to)) return;
             ++succ_begin_[static_cast<std::size_t>(from) + 1];
+            ++pred_begin_[to + 1];
             ++pending_[to];
         };
         for (std::size_t i = 0; i < n; ++i)
             for (int d : program_.ops[i].deps) count(d, i);
         for (const auto& [from, to] : extra) count(from, static_cast<std::size_t>(to));
-        for (std::size_t i = 0; i < n; ++i) succ_begin_[i + 1] += succ_begin_[i];
+        for (std::size_t i = 0; i < n; ++i) {
+            succ_begin_[i + 1] += succ_begin_[i];
+            pred_begin_[i + 1] += pred_begin_[i];
+        }
         successors_.resize(succ_begin_[n]);
+        preds_.resize(pred_begin_[n]);
         std::vector<std::size_t> fill(succ_begin_.begin(), succ_begin_.end() - 1);
         // Successors of each op in the order the old adjacency lists gave: by successor, own deps first.
         std::size_t e = 0;
         for (std::size_t i = 0; i < n; ++i) {
-            for (int d : program_.ops[i].deps)
+            std::size_t p = pred_begin_[i];
+            for (int d : program_.ops[i].deps) {
+                if (!cross(d, i)) continue;
                 successors_[fill[static_cast<std::size_t>(d)]++] = static_cast<int>(i);
-            for (; e < extra.size() && static_cast<std::size_t>(extra[e].second) == i; ++e)
+                preds_[p++] = d;
+            }
+            for (; e < extra.size() && static_cast<std::size_t>(extra[e].second) == i; ++e) {
+                if (!cross(extra[e].first, i)) continue;
                 successors_[fill[static_cast<std::size_t>(extra[e].first)]++] = static_cast<int>(i);
+                preds_[p++] = extra[e].first;
+            }
         }
     }
 
@@ -125,6 +176,8 @@ class ProgramRun final : public core::EventHandler, public network::TransferList
         if (pending_[op] != 0) return;
         busy_[r] = true;
         timeline_.spans[op] = Span{static_cast<int>(op), resource, engine_.now(), engine_.now()};
+        if (logging_) started_.push_back(static_cast<int>(op));
+        if (!block_of_op_.empty() && block_of_op_[op] >= 0) due_block_ = block_of_op_[op];
         const TransferAlone* alone = network_input_ && !network_input_->alone_of_op.empty()
                                          ? network_input_->alone_of_op[op]
                                          : nullptr;
@@ -156,6 +209,229 @@ class ProgramRun final : public core::EventHandler, public network::TransferList
         }
     }
 
+    // ---- Periodic steady state (docs/model.md, "Simulating fast, with the same results") ----
+
+    struct Snapshot {
+        std::vector<std::int64_t> heads;   // per resource: head op relative to the block, busy flag
+        std::vector<std::int64_t> events;  // pending events: time from now, handler, relative tag
+        std::vector<int> pending;          // pending counts of the ops that can have changed
+        std::int64_t window_begin = 0, window_end = 0;  // of `pending`, relative to the block
+        std::vector<network::FlowNetwork::Snapshot> networks;
+        std::vector<bool> network_made;
+        bool operator==(const Snapshot&) const = default;
+    };
+    struct RegionState {
+        PeriodicRegion region;
+        Snapshot reference;
+        bool has_reference = false;
+        bool confirmed = false;  // the reference already matched the boundary before it
+        bool done = false;
+        int tries = 0;
+        core::Time time = 0;       // of the reference
+        std::uint64_t events = 0;  // events run when the reference was taken
+        std::size_t started_mark = 0, ended_mark = 0;
+        std::vector<std::vector<double>> link_bytes;  // per network, at the reference
+        std::vector<double> alone_link_bytes;
+    };
+
+    void find_regions() {
+        std::vector<const void*> transfer(program_.ops.size(), nullptr);
+        std::vector<int> network(program_.ops.size(), -1);
+        if (network_input_) {
+            for (std::size_t i = 0; i < program_.ops.size(); ++i) {
+                transfer[i] = network_input_->plan_of_op[i];
+                if (!network_input_->alone_of_op.empty() && network_input_->alone_of_op[i])
+                    transfer[i] = network_input_->alone_of_op[i];
+                if (!network_input_->network_of_op.empty()) network[i] = network_input_->network_of_op[i];
+            }
+        }
+        auto regions = periodic_regions(
+            program_, OpBehaviour{durations_, transfer, network, pred_begin_, preds_}, kMinPeriods);
+        if (regions.empty()) return;
+        block_of_op_.assign(program_.ops.size(), -1);
+        for (std::size_t g = 0; g < regions.size(); ++g) {
+            states_.push_back(RegionState{regions[g], {}, false, false, false, 0, 0, 0, 0, 0, {}, {}});
+            for (std::size_t k = 0; k < regions[g].count; ++k) blocks_.emplace_back(g, k);
+        }
+        // A boundary is the start of a region's block; the first block's ops depend on what came
+        // before the region, so boundaries count from the second block.
+        std::size_t offset = 0;
+        for (std::size_t g = 0; g < regions.size(); ++g) {
+            for (std::size_t k = 1; k < regions[g].count; ++k)
+                block_of_op_[regions[g].first_op + k * regions[g].length] = static_cast<int>(offset + k);
+            offset += regions[g].count;
+        }
+        logging_ = true;
+    }
+
+    void take_due_snapshot() {
+        if (due_block_ < 0) return;
+        const auto [g, k] = blocks_[static_cast<std::size_t>(due_block_)];
+        due_block_ = -1;
+        RegionState& state = states_[g];
+        if (state.done) return;
+        at_boundary(state, k);
+    }
+
+    static bool inside(const PeriodicRegion& region, std::size_t op) {
+        return op >= region.first_op && op < region.end();
+    }
+
+    // The state at the start of block k of the region, relative to that block; false when it cannot
+    // be compared (an op outside the region is in flight or at a head).
+    // `horizon`: the ops from there on have not been touched yet, whatever the state.
+    bool describe(const PeriodicRegion& region, std::size_t k, Snapshot& out, std::size_t& horizon) {
+        const std::size_t base = region.first_op + k * region.length;
+        const core::Time now = engine_.now();
+        std::size_t window_end = 0;
+        out.heads.clear();
+        std::size_t lowest = region.end(), last_started = base, highest_head = base;
+        for (std::size_t r = 0; r < queues_.size(); ++r) {
+            if (heads_[r] >= queues_[r].size()) {
+                out.heads.push_back(-1);
+                continue;
+            }
+            const auto head = static_cast<std::size_t>(queues_[r][heads_[r]]);
+            if (!inside(region, head)) {
+                // A resource waiting beyond the region must keep waiting until the region is over.
+                if (busy_[r] || head < region.first_op) return false;
+                bool blocked = false;
+                for (std::size_t p = pred_begin_[head]; p < pred_begin_[head + 1]; ++p)
+                    blocked = blocked || static_cast<std::size_t>(preds_[p]) >= region.end();
+                if (!blocked) return false;
+                out.heads.push_back(static_cast<std::int64_t>(head) * 2 + 1);  // absolute
+                continue;
+            }
+            lowest = std::min(lowest, head);
+            highest_head = std::max(highest_head, head);
+            out.heads.push_back((static_cast<std::int64_t>(head) - static_cast<std::int64_t>(base)) * 4 +
+                                (busy_[r] ? 2 : 0));
+            const std::size_t started =
+                busy_[r] ? head
+                         : (heads_[r] > 0 ? static_cast<std::size_t>(queues_[r][heads_[r] - 1]) : head);
+            if (inside(region, started)) last_started = std::max(last_started, started);
+        }
+        out.events.clear();
+        for (const auto& e : engine_.pending()) {
+            out.events.push_back(e.when - now);
+            if (e.handler == this) {
+                const auto op = static_cast<std::size_t>(e.tag);
+                if (!inside(region, op)) return false;
+                out.events.push_back(-1);
+                out.events.push_back(static_cast<std::int64_t>(op) - static_cast<std::int64_t>(base));
+                continue;
+            }
+            std::size_t net = 0;
+            while (net < networks_.size() && networks_[net].get() != e.handler) ++net;
+            PODSIM_ASSERT(net < networks_.size(), "an event of an unknown handler");
+            out.events.push_back(static_cast<std::int64_t>(net));
+            out.events.push_back(static_cast<std::int64_t>(networks_[net]->relative_tag(e.tag)));
+        }
+        out.networks.resize(networks_.size());
+        out.network_made.assign(networks_.size(), false);
+        for (std::size_t net = 0; net < networks_.size(); ++net) {
+            if (!networks_[net]) continue;
+            out.network_made[net] = true;
+            networks_[net]->snapshot(now, base, out.networks[net]);
+            for (const auto& t : out.networks[net].transfers)
+                if (t.in_use &&
+                    !inside(region, static_cast<std::size_t>(static_cast<std::int64_t>(base) + t.tag)))
+                    return false;
+        }
+        // Only ops at or after a head are still to start, and only those within the dependency span
+        // of a started op can have a pending count below their number of predecessors.
+        window_end = std::min(region.end(), last_started + region.dependency_span + 1);
+        if (lowest > window_end) lowest = window_end;
+        horizon = std::max(window_end, highest_head + 1);
+        out.window_begin = static_cast<std::int64_t>(lowest) - static_cast<std::int64_t>(base);
+        out.window_end = static_cast<std::int64_t>(window_end) - static_cast<std::int64_t>(base);
+        out.pending.assign(pending_.begin() + static_cast<std::ptrdiff_t>(lowest),
+                           pending_.begin() + static_cast<std::ptrdiff_t>(window_end));
+        return true;
+    }
+
+    void at_boundary(RegionState& state, std::size_t k) {
+        const PeriodicRegion& region = state.region;
+        Snapshot now_state;
+        std::size_t horizon = 0;
+        if (!describe(region, k, now_state, horizon)) {
+            state.has_reference = state.confirmed = false;
+            if (++state.tries >= kMaxTries) state.done = true;
+            return;
+        }
+        const bool same = state.has_reference && now_state == state.reference;
+        if (same && state.confirmed) {
+            // Two boundaries in a row repeat the one before: jump as many periods as stay inside.
+            const std::size_t periods = (region.end() - horizon) / region.length;
+            if (periods >= 1) jump(state, periods);
+            state.done = true;
+            return;
+        }
+        if (!same && ++state.tries >= kMaxTries) {
+            state.done = true;
+            return;
+        }
+        state.confirmed = same;
+        state.has_reference = true;
+        state.reference = std::move(now_state);
+        state.time = engine_.now();
+        state.events = engine_.events_processed() + replayed_events_;
+        state.started_mark = started_.size();
+        state.ended_mark = ended_.size();
+        if (same) {  // the next boundary gives one period's link bytes
+            state.link_bytes.assign(networks_.size(), {});
+            for (std::size_t net = 0; net < networks_.size(); ++net)
+                if (networks_[net]) state.link_bytes[net] = networks_[net]->link_bytes();
+            state.alone_link_bytes = alone_link_bytes_;
+        }
+    }
+
+    // Repeats the period since the reference `periods` times: spans, pending counts, queue heads,
+    // events, transfers in flight and link bytes, all shifted by whole periods.
+    void jump(RegionState& state, std::size_t periods) {
+        const std::size_t length = state.region.length;
+        const core::Time period = engine_.now() - state.time;
+        const auto shift_time = [&](core::Time t, std::size_t j) {
+            return t + static_cast<core::Time>(j) * period;
+        };
+        if (period <= 0) return;
+        for (std::size_t j = 1; j <= periods; ++j) {
+            const std::size_t shift = j * length;
+            for (std::size_t e = state.started_mark; e < started_.size(); ++e) {
+                const auto op = static_cast<std::size_t>(started_[e]);
+                timeline_.spans[op + shift] = Span{static_cast<int>(op + shift), timeline_.spans[op].resource,
+                                                   shift_time(timeline_.spans[op].start, j), 0};
+            }
+            for (std::size_t e = state.ended_mark; e < ended_.size(); ++e) {
+                const auto op = static_cast<std::size_t>(ended_[e]);
+                timeline_.spans[op + shift].end = shift_time(timeline_.spans[op].end, j);
+                for (std::size_t s = succ_begin_[op + shift]; s < succ_begin_[op + shift + 1]; ++s)
+                    --pending_[static_cast<std::size_t>(successors_[s])];
+                ++heads_[static_cast<std::size_t>(program_.ops[op].resource)];
+            }
+        }
+        const std::uint64_t tag_shift = periods * length;
+        const core::Time time_shift = static_cast<core::Time>(periods) * period;
+        engine_.jump(time_shift, [&](const core::EventHandler& handler, std::uint64_t tag) {
+            return &handler == this ? tag + tag_shift : tag;
+        });
+        const auto repeats = static_cast<double>(periods);
+        for (std::size_t net = 0; net < networks_.size(); ++net) {
+            if (!networks_[net]) continue;
+            std::vector<double> per_period = networks_[net]->link_bytes();
+            const auto& before = state.link_bytes[net];
+            for (std::size_t l = 0; l < per_period.size(); ++l)
+                per_period[l] -= l < before.size() ? before[l] : 0.0;
+            networks_[net]->jump(time_shift, tag_shift, per_period, repeats);
+        }
+        if (network_input_) {
+            for (std::size_t l = 0; l < alone_link_bytes_.size(); ++l)
+                alone_link_bytes_[l] += repeats * (alone_link_bytes_[l] - state.alone_link_bytes[l]);
+        }
+        jumped_events_ += periods * (engine_.events_processed() + replayed_events_ - state.events);
+        timeline_.periods_jumped += periods;
+    }
+
     const parallel::DeviceProgram& program_;
     const NetworkInput* network_input_;
     core::Engine engine_;
@@ -163,14 +439,24 @@ class ProgramRun final : public core::EventHandler, public network::TransferList
     std::vector<std::unique_ptr<network::FlowNetwork>> networks_;  // one per contention class
     std::vector<double> alone_link_bytes_;  // bytes of the transfers taken from their run alone
     std::uint64_t replayed_events_ = 0;
+    std::uint64_t jumped_events_ = 0;
     std::vector<core::Time> durations_;
     std::vector<int> pending_;
     std::vector<std::size_t> succ_begin_;
     std::vector<int> successors_;
+    std::vector<std::size_t> pred_begin_;
+    std::vector<int> preds_;
     std::vector<std::vector<int>> queues_;
     std::vector<std::size_t> heads_;
     std::vector<bool> busy_;
     Timeline timeline_;
+    // Periodic steady state.
+    std::vector<int> block_of_op_;                             // the block an op starts, or -1
+    std::vector<std::pair<std::size_t, std::size_t>> blocks_;  // (region, block within it)
+    std::vector<RegionState> states_;
+    int due_block_ = -1;
+    bool logging_ = false;
+    std::vector<int> started_, ended_;  // ops in the order they started / ended
 };
 
 }  // namespace
@@ -247,7 +533,8 @@ ContentionClasses contention_classes(const parallel::DeviceProgram& program,
 }
 
 Timeline schedule(const parallel::DeviceProgram& program, const std::vector<cost::OpCost>& costs,
-                  const parallel::RuntimeSpec& runtime, const NetworkInput* network) {
+                  const parallel::RuntimeSpec& runtime, const NetworkInput* network,
+                  ScheduleOptions options) {
     PODSIM_ASSERT(costs.size() == program.ops.size(), "one cost per op");
     PODSIM_ASSERT(!network || network->plan_of_op.size() == program.ops.size(), "one plan slot per op");
     for (std::size_t i = 0; i < program.ops.size(); ++i) {
@@ -256,7 +543,7 @@ Timeline schedule(const parallel::DeviceProgram& program, const std::vector<cost
                           (network && network->plan_of_op[i] != nullptr),
                       "an ICI collective with neither a plan nor a cost");
     }
-    ProgramRun run(program, costs, !runtime.async(), network);
+    ProgramRun run(program, costs, !runtime.async(), network, options.jump_periods);
     return run.run();
 }
 

@@ -43,7 +43,14 @@ struct ContentionClasses {
 ContentionClasses contention_classes(const parallel::DeviceProgram& program,
                                      const std::vector<const collectives::CommPlan*>& plan_of_op);
 
+struct ScheduleOptions {
+    // Find runs of identical periods (layers) whose state repeats and jump over them instead of
+    // simulating each one; the timeline is the same (docs/model.md, "Simulating fast").
+    bool jump_periods = false;
+};
+
 Timeline schedule(const parallel::DeviceProgram& program, const std::vector<cost::OpCost>& costs,
-                  const parallel::RuntimeSpec& runtime, const NetworkInput* network = nullptr);
+                  const parallel::RuntimeSpec& runtime, const NetworkInput* network = nullptr,
+                  ScheduleOptions options = {});
 
 }  // namespace podsim::scheduler

@@ -19,8 +19,9 @@ struct Span {
 struct Timeline {
     std::vector<Span> spans;  // indexed like DeviceProgram::ops
     core::Time step_time = 0;
-    std::uint64_t events = 0;        // events the engine processed
-    std::vector<double> link_bytes;  // bytes each torus link carried, when a network was simulated
+    std::uint64_t events = 0;          // events the engine processed
+    std::vector<double> link_bytes;    // bytes each torus link carried, when a network was simulated
+    std::uint64_t periods_jumped = 0;  // repeated periods not simulated one by one (ScheduleOptions)
 };
 
 }  // namespace podsim::scheduler

@@ -61,6 +61,35 @@ TEST_CASE("engine runs events by time, ties in insertion order") {
     CHECK(engine.events_processed() == 6);
 }
 
+TEST_CASE("engine steps one event at a time, lists what is pending and jumps ahead") {
+    Engine engine;
+    Recorder r;
+    r.engine = &engine;
+    engine.schedule_at(5, r, 1);
+    engine.schedule_at(3, r, 2);
+    engine.schedule_at(5, r, 3);
+    auto pending = engine.pending();
+    REQUIRE(pending.size() == 3);
+    CHECK(pending[0].when == 3);
+    CHECK(pending[0].tag == 2);
+    CHECK(pending[1].tag == 1);  // equal times: in insertion order
+    CHECK(pending[2].tag == 3);
+    CHECK(engine.step());
+    CHECK(engine.now() == 3);
+    // Ten picoseconds later, every pending event retagged: the order stays.
+    engine.jump(10, [](const EventHandler&, std::uint64_t tag) { return tag + 100; });
+    CHECK(engine.now() == 13);
+    CHECK(engine.run() == 15);
+    std::vector<std::uint64_t> order;
+    for (auto [t, tag] : r.seen) order.push_back(tag);
+    CHECK(order == std::vector<std::uint64_t>{2, 101, 103});
+    CHECK_FALSE(engine.step());
+    // A jump past the last representable instant is refused.
+    engine.schedule_at(kMaxTime - 5, r, 7);
+    CHECK_THROWS_AS(engine.jump(10, [](const EventHandler&, std::uint64_t tag) { return tag; }),
+                    TimeOverflow);
+}
+
 TEST_CASE("did-you-mean suggestions") {
     CHECK(edit_distance("kitten", "sitting") == 3);
     CHECK(closest_match("global_bacth", {"global_batch", "seq_len"}) ==

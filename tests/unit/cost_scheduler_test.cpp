@@ -126,3 +126,65 @@ TEST_CASE("async collectives overlap compute; synchronous ones block it") {
     CHECK(s.spans[2].start == 3 * core::kMillisecond);
     CHECK(s.step_time == 5 * core::kMillisecond);
 }
+
+namespace {
+// `layers` identical layers: an all-gather prefetched two layers ahead (it waits for the matmul of
+// the layer two before), then the layer's matmul, which waits for its gather.
+parallel::DeviceProgram layered_program(int layers) {
+    parallel::DeviceProgram p;
+    p.resources = {{"compute", parallel::ResourceKind::compute, -1},
+                   {"ici:fsdp", parallel::ResourceKind::ici, 0}};
+    p.comm_axes = {{"fsdp", parallel::ResourceKind::ici, 4, {}}};
+    for (int l = 0; l < layers; ++l) {
+        DeviceOp gather;
+        gather.category = OpCategory::all_gather;
+        gather.resource = 1;
+        gather.comm_axis = 0;
+        gather.layer = l;
+        if (l >= 2) gather.deps = {2 * (l - 2) + 1};
+        DeviceOp matmul;
+        matmul.category = OpCategory::matmul;
+        matmul.layer = l;
+        matmul.deps = {2 * l};
+        p.ops.push_back(gather);
+        p.ops.push_back(matmul);
+    }
+    return p;
+}
+}  // namespace
+
+TEST_CASE("repeated layers are jumped over once their state repeats, with the same timeline") {
+    auto program = layered_program(20);
+    std::vector<double> seconds;
+    for (int l = 0; l < 20; ++l) seconds.insert(seconds.end(), {1.5e-3, 1e-3});
+    auto costs = durations(seconds);
+    parallel::RuntimeSpec runtime;
+    runtime.async_collectives = true;
+    auto every = scheduler::schedule(program, costs, runtime);
+    auto jumped = scheduler::schedule(program, costs, runtime, nullptr, {.jump_periods = true});
+    // The gathers are the bottleneck: gather l runs 1.5 l .. 1.5 (l + 1) ms and matmul l the
+    // millisecond after, so the step is 20 x 1.5 + 1 = 31 ms.
+    CHECK(every.step_time == 31 * core::kMillisecond);
+    CHECK(every.periods_jumped == 0);
+    CHECK(jumped.periods_jumped > 0);
+    CHECK(jumped.step_time == every.step_time);
+    CHECK(jumped.events == every.events);
+    for (std::size_t i = 0; i < program.ops.size(); ++i) {
+        CAPTURE(i);
+        CHECK(jumped.spans[i].op == every.spans[i].op);
+        CHECK(jumped.spans[i].resource == every.spans[i].resource);
+        CHECK(jumped.spans[i].start == every.spans[i].start);
+        CHECK(jumped.spans[i].end == every.spans[i].end);
+    }
+    // A layer that differs (a longer matmul in layer 12) splits the run of identical layers; the
+    // timeline still agrees with the op-by-op one.
+    costs[2 * 12 + 1].seconds = 4e-3;
+    auto split_every = scheduler::schedule(program, costs, runtime);
+    auto split_jumped = scheduler::schedule(program, costs, runtime, nullptr, {.jump_periods = true});
+    CHECK(split_jumped.step_time == split_every.step_time);
+    for (std::size_t i = 0; i < program.ops.size(); ++i) {
+        CAPTURE(i);
+        CHECK(split_jumped.spans[i].start == split_every.spans[i].start);
+        CHECK(split_jumped.spans[i].end == split_every.spans[i].end);
+    }
+}

@@ -1,0 +1,37 @@
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "core/time.hpp"
+#include "parallel/device_program.hpp"
+
+namespace podsim::scheduler {
+
+// A run of identical periods in program order: `count` blocks of `length` ops from `first_op`, each
+// the same as the one before shifted by `length` ops (the layers of one pass of one microbatch).
+struct PeriodicRegion {
+    std::size_t first_op = 0;
+    std::size_t length = 0;
+    std::size_t count = 0;
+    std::size_t dependency_span = 0;  // largest op - dependency distance inside the region
+    std::size_t end() const { return first_op + length * count; }
+};
+
+// What makes two ops behave the same in the scheduler, op by op (indexed like program.ops).
+struct OpBehaviour {
+    const std::vector<core::Time>& duration;
+    const std::vector<const void*>& transfer;    // the plan or run-alone record a collective replays
+    const std::vector<int>& network;             // contention class, or -1
+    const std::vector<std::size_t>& pred_begin;  // predecessors as a CSR: preds[pred_begin[i]..]
+    const std::vector<int>& preds;
+};
+
+// Blocks start where the compute stream moves to another (microbatch, phase, layer); consecutive
+// blocks whose ops have the same resource, duration, transfer, network and predecessors at the same
+// distances form a region. Only regions of at least `min_count` blocks are returned.
+std::vector<PeriodicRegion> periodic_regions(const parallel::DeviceProgram& program,
+                                             const OpBehaviour& behaviour, std::size_t min_count);
+
+}  // namespace podsim::scheduler
