@@ -35,13 +35,17 @@ MemoryProfile profile_memory(const parallel::DeviceProgram& program, const sched
     const auto& spans = timeline.spans;
 
     // Flat tables: (layer, microbatch) -> end of the layer's backward, (group, pass, microbatch) ->
-    // end of the group's last user; -1 where there is none.
+    // end of the group's last user; -1 where there is none. Offloaded activations leave HBM when
+    // their copy to host ends and return when the copy back starts: by op, when there are copies.
+    // (Few passes over the ops: a program of a big model is megabytes of them.)
     int min_layer = 0, max_layer = 0, max_group = 0, max_microbatch = 0;
+    bool copies = false;
     for (const auto& op : ops) {
         min_layer = std::min(min_layer, op.layer);
         max_layer = std::max(max_layer, op.layer);
         max_group = std::max(max_group, op.param_group);
         max_microbatch = std::max(max_microbatch, op.microbatch);
+        copies = copies || op.category == parallel::OpCategory::copy;
     }
     const auto microbatches = static_cast<std::size_t>(max_microbatch) + 1;
     auto layer_slot = [&](int layer, int microbatch) {
@@ -55,8 +59,18 @@ MemoryProfile profile_memory(const parallel::DeviceProgram& program, const sched
     std::vector<core::Time> backward_end(static_cast<std::size_t>(max_layer - min_layer + 1) * microbatches,
                                          -1);
     std::vector<core::Time> last_user_end((static_cast<std::size_t>(max_group) + 1) * 2 * microbatches, -1);
+    std::vector<core::Time> offload_end(copies ? ops.size() : 0, -1),
+        reload_start(copies ? ops.size() : 0, -1);
     for (std::size_t i = 0; i < ops.size(); ++i) {
         const auto& op = ops[i];
+        if (op.category == parallel::OpCategory::copy && op.source_op >= 0) {
+            const auto source = static_cast<std::size_t>(op.source_op);
+            if (op.to_host) {
+                offload_end[source] = spans[i].end;
+            } else {
+                reload_start[source] = spans[i].start;
+            }
+        }
         if (!is_compute(op) || op.phase == workload::Phase::optimizer) continue;
         if (op.phase != workload::Phase::forward) {
             auto& end = backward_end[layer_slot(op.layer, op.microbatch)];
@@ -68,26 +82,16 @@ MemoryProfile profile_memory(const parallel::DeviceProgram& program, const sched
         }
     }
 
-    // Offloaded activations leave HBM when their copy to host ends and return when the copy back
-    // starts.
-    std::vector<core::Time> offload_end(ops.size(), -1), reload_start(ops.size(), -1);
-    for (std::size_t i = 0; i < ops.size(); ++i) {
-        const auto& op = ops[i];
-        if (op.category != parallel::OpCategory::copy || op.source_op < 0) continue;
-        const auto source = static_cast<std::size_t>(op.source_op);
-        if (op.to_host) {
-            offload_end[source] = spans[i].end;
-        } else {
-            reload_start[source] = spans[i].start;
-        }
-    }
-
+    // At most four changes per compute op (an offloaded activation), two per collective.
     std::vector<Change> changes;
-    changes.reserve(ops.size() * 2);
+    changes.reserve(ops.size() * (copies ? 4 : 2) + 1);
+    auto change = [&changes](core::Time at, double delta, int holder) {
+        changes.push_back({at, delta, holder});
+    };
     int previous = -1;  // previous compute op, whose output the current one consumes
     auto free_temporary = [&](int op_index, core::Time at) {
         const auto& p = ops[static_cast<std::size_t>(op_index)];
-        if (!awaits_backward(p)) changes.push_back({at, -p.output_bytes, kTemporaries});
+        if (!awaits_backward(p)) change(at, -p.output_bytes, kTemporaries);
     };
     for (std::size_t i = 0; i < ops.size(); ++i) {
         const auto& op = ops[i];
@@ -96,14 +100,14 @@ MemoryProfile profile_memory(const parallel::DeviceProgram& program, const sched
             if (awaits_backward(op)) {
                 const core::Time end = backward_end[layer_slot(op.layer, op.microbatch)];
                 core::Time free_at = end >= 0 ? std::max(end, span.end) : span.end;
-                changes.push_back({span.start, op.output_bytes, kActivations});
+                change(span.start, op.output_bytes, kActivations);
                 if (op.offloaded && offload_end[i] >= 0 && reload_start[i] >= 0) {
-                    changes.push_back({offload_end[i], -op.output_bytes, kActivations});
-                    changes.push_back({reload_start[i], op.output_bytes, kActivations});
+                    change(offload_end[i], -op.output_bytes, kActivations);
+                    change(reload_start[i], op.output_bytes, kActivations);
                 }
-                changes.push_back({free_at, -op.output_bytes, kActivations});
+                change(free_at, -op.output_bytes, kActivations);
             } else {
-                changes.push_back({span.start, op.output_bytes, kTemporaries});
+                change(span.start, op.output_bytes, kTemporaries);
             }
             if (previous >= 0) free_temporary(previous, span.end);
             previous = static_cast<int>(i);
@@ -111,11 +115,11 @@ MemoryProfile profile_memory(const parallel::DeviceProgram& program, const sched
             const core::Time end =
                 last_user_end[group_slot(op.param_group, pass_of(op.phase), op.microbatch)];
             core::Time free_at = end >= 0 ? std::max(end, span.end) : span.end;
-            changes.push_back({span.start, op.collective_bytes, kGathered});
-            changes.push_back({free_at, -op.collective_bytes, kGathered});
+            change(span.start, op.collective_bytes, kGathered);
+            change(free_at, -op.collective_bytes, kGathered);
         } else if (op.category == parallel::OpCategory::reduce_scatter && op.param_group >= 0) {
-            changes.push_back({span.start, op.collective_bytes, kCollective});
-            changes.push_back({span.end, -op.collective_bytes, kCollective});
+            change(span.start, op.collective_bytes, kCollective);
+            change(span.end, -op.collective_bytes, kCollective);
         }
     }
     if (previous >= 0) free_temporary(previous, spans[static_cast<std::size_t>(previous)].end);
@@ -134,6 +138,7 @@ MemoryProfile profile_memory(const parallel::DeviceProgram& program, const sched
     profile.at_peak.params = program.params_bytes;
     profile.at_peak.grads = program.grads_bytes;
     profile.at_peak.optimizer = program.optimizer_bytes;
+    profile.samples.reserve(changes.size() + 1);
     profile.samples.push_back({0, fixed});
     for (const auto& c : changes) {
         if (c.delta == 0.0) continue;

@@ -1,11 +1,15 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "collectives/collective_kind.hpp"
 #include "network/axis_mapping.hpp"
+#include "parallel/name_store.hpp"
+#include "parallel/op_deps.hpp"
 #include "workload/op.hpp"
 
 namespace podsim::parallel {
@@ -38,32 +42,34 @@ struct CommAxis {
 
 // One op as every chip runs it (SPMD: all chips run the same program), with per-chip sizes.
 struct DeviceOp {
-    std::string name;
+    // In the program's NameStore (or a string literal): valid while a copy of the program lives.
+    std::string_view name;
+    // The flags and indices come first, together: a program holds thousands of ops per microbatch,
+    // and padding between fields would make every pass over them touch more memory.
     OpCategory category = OpCategory::fusion;
     workload::Phase phase = workload::Phase::forward;
+    bool kept_for_backward = false;  // compute ops
+    bool offloaded = false;          // kept output moved to host memory until its layer's backward
+    // A matmul split in two to overlap a collective (collective matmul): the part that is not the
+    // op's first is a continuation, counted with its op in op counts.
+    bool continuation = false;
+    bool to_host = true;  // copy ops: the direction
     int layer = -1;
     int microbatch = 0;
     int param_group = -1;
-    int resource = 0;  // index into DeviceProgram::resources
+    int resource = 0;    // index into DeviceProgram::resources
+    int source_op = -1;  // copy ops: the op whose output they move
+    collectives::CollectiveKind collective = collectives::CollectiveKind::all_gather;  // collective ops
+    int comm_axis = -1;  // collective ops: index into DeviceProgram::comm_axes
     // compute ops
     double flops = 0.0;  // per chip, matmul FLOPs
     double bytes = 0.0;  // per chip, HBM bytes read + written
     double output_bytes = 0.0;
-    bool kept_for_backward = false;
-    bool offloaded = false;  // kept output moved to host memory until its layer's backward
-    // copy ops: the op whose output they move, and the direction
-    int source_op = -1;
-    bool to_host = true;
     double mm_batch = 1.0, mm_m = 0.0, mm_n = 0.0, mm_k = 0.0;  // per-chip matmul shape
     double flop_scale = 1.0;  // executed FLOPs / (2 batch m n k): fused multi-matmul kernels, skipped blocks
-    // A matmul split in two to overlap a collective (collective matmul): the part that is not the
-    // op's first is a continuation, counted with its op in op counts.
-    bool continuation = false;
     // collective ops
-    collectives::CollectiveKind collective = collectives::CollectiveKind::all_gather;
-    int comm_axis = -1;             // index into DeviceProgram::comm_axes
     double collective_bytes = 0.0;  // the full array, as the scaling book counts it
-    std::vector<int> deps;          // earlier ops (program order) that must finish first
+    OpDeps deps;                    // earlier ops (program order) that must finish first
 };
 
 struct Resource {
@@ -76,6 +82,7 @@ struct DeviceProgram {
     std::vector<DeviceOp> ops;  // program order
     std::vector<Resource> resources;
     std::vector<CommAxis> comm_axes;
+    std::shared_ptr<const NameStore> names;  // what the ops' names point into, shared by copies
     long chips = 1;
     int microbatches = 1;
     // Per-chip state that lives for the whole step (bytes).

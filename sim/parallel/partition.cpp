@@ -1,9 +1,10 @@
 #include "parallel/partition.hpp"
 
 #include <algorithm>
+#include <array>
 #include <map>
-
-#include <fmt/format.h>
+#include <memory>
+#include <string_view>
 
 #include "core/assert.hpp"
 #include "core/dtype.hpp"
@@ -20,6 +21,22 @@ using workload::Shard;
 using workload::Tensor;
 
 enum class Block { forward, backward };
+
+// What a device op's name adds to its graph op's name, or to its parameter group's.
+enum class OpSuffix { none, continuation, all_gather, reduce_scatter, all_reduce, count };
+enum class GroupSuffix { all_gather_fwd, all_gather_bwd, reduce_scatter, all_reduce, all_reduce_dcn, count };
+
+std::string_view text(OpSuffix suffix) {
+    constexpr std::array<std::string_view, static_cast<std::size_t>(OpSuffix::count)> texts = {
+        "", ".cm", ".all-gather", ".reduce-scatter", ".all-reduce"};
+    return texts[static_cast<std::size_t>(suffix)];
+}
+
+std::string_view text(GroupSuffix suffix) {
+    constexpr std::array<std::string_view, static_cast<std::size_t>(GroupSuffix::count)> texts = {
+        ".all-gather.fwd", ".all-gather.bwd", ".reduce-scatter", ".all-reduce", ".all-reduce.dcn"};
+    return texts[static_cast<std::size_t>(suffix)];
+}
 
 Block block_of(Phase phase) {
     return phase == Phase::forward ? Block::forward : Block::backward;
@@ -40,6 +57,8 @@ class Partitioner {
 
     DeviceProgram run() {
         p_.chips = in_.mesh.ici_size() * in_.mesh.dcn_size();
+        for (auto& names : op_names_) names.resize(g_.size());
+        for (auto& names : group_names_) names.resize(g_.param_groups.size());
         p_.microbatches = in_.training.microbatches;
         make_resources();
         make_state();
@@ -52,6 +71,9 @@ class Partitioner {
         std::vector<int> optimizer_ops;
         for (int i : order) (g_.op(i).phase == Phase::optimizer ? optimizer_ops : step_ops).push_back(i);
         plan_groups(step_ops);
+        // A graph op's compute op is the same in every microbatch but for the microbatch index.
+        compute_ops_.reserve(g_.size());
+        for (std::size_t i = 0; i < g_.size(); ++i) compute_ops_.push_back(compute_op(static_cast<int>(i)));
 
         const int host = static_cast<int>(p_.resources.size()) - 1;
         DeviceOp dispatch;
@@ -66,13 +88,14 @@ class Partitioner {
         }
         for (int i : optimizer_ops) {
             const Op& op = g_.op(i);
-            DeviceOp d = compute_op(op, 0);
+            DeviceOp d = compute_ops_[static_cast<std::size_t>(i)];
             int group = op.param_group;
             if (group >= 0 && final_grad[static_cast<std::size_t>(group)] >= 0) {
                 d.deps.push_back(final_grad[static_cast<std::size_t>(group)]);
             }
             emit(std::move(d));
         }
+        p_.names = std::move(names_);
         return std::move(p_);
     }
 
@@ -104,11 +127,30 @@ class Partitioner {
         p_.resources.push_back(Resource{"host", ResourceKind::host, -1});
     }
 
-    // A DMA between HBM and pinned host memory of the output of p_.ops[source].
-    DeviceOp copy_op(int source, bool to_host) const {
+    // The name of graph op `graph_op`'s device op with `suffix`, stored once per program.
+    std::string_view op_name(int graph_op, OpSuffix suffix) {
+        auto& name = op_names_[static_cast<std::size_t>(suffix)][static_cast<std::size_t>(graph_op)];
+        if (name.empty()) name = names_->add(g_.op(graph_op).name + std::string(text(suffix)));
+        return name;
+    }
+
+    std::string_view group_name(int group, GroupSuffix suffix) {
+        auto& name = group_names_[static_cast<std::size_t>(suffix)][static_cast<std::size_t>(group)];
+        if (name.empty()) {
+            name = names_->add(g_.param_groups[static_cast<std::size_t>(group)].name +
+                               std::string(text(suffix)));
+        }
+        return name;
+    }
+
+    // A DMA between HBM and pinned host memory of the output of p_.ops[source]. Few ops are
+    // offloaded: their copies' names are looked up by the source's name.
+    DeviceOp copy_op(int source, bool to_host) {
         const DeviceOp& src = p_.ops[static_cast<std::size_t>(source)];
         DeviceOp c;
-        c.name = src.name + (to_host ? ".offload" : ".reload");
+        auto [it, added] = copy_names_.try_emplace({src.name.data(), to_host});
+        if (added) it->second = names_->add(std::string(src.name) + (to_host ? ".offload" : ".reload"));
+        c.name = it->second;
         c.category = OpCategory::copy;
         c.phase = to_host ? Phase::forward : Phase::backward;
         c.layer = src.layer;
@@ -179,8 +221,11 @@ class Partitioner {
         return n;
     }
 
-    DeviceOp compute_op(const Op& op, int mb) const {
-        DeviceOp d = unscaled_compute_op(op, mb);
+    // Graph op `graph_op` as a compute op of microbatch 0.
+    DeviceOp compute_op(int graph_op) {
+        const Op& op = g_.op(graph_op);
+        DeviceOp d = unscaled_compute_op(op);
+        d.name = op_name(graph_op, OpSuffix::none);
         // With sequence parallelism the norms and residual fusions between the tensor-parallel
         // regions work on a sequence slice.
         if (in_.training.tensor_sequence && tensor_ > 1 && op.kind == OpKind::fusion && op.layer >= 0 &&
@@ -191,13 +236,11 @@ class Partitioner {
         return d;
     }
 
-    DeviceOp unscaled_compute_op(const Op& op, int mb) const {
+    DeviceOp unscaled_compute_op(const Op& op) const {
         DeviceOp d;
-        d.name = op.name;
         d.category = op.kind == OpKind::matmul ? OpCategory::matmul : OpCategory::fusion;
         d.phase = op.phase;
         d.layer = op.layer;
-        d.microbatch = mb;
         d.param_group = op.param_group;
         d.resource = 0;
         d.kept_for_backward = op.kept_for_backward;
@@ -216,10 +259,10 @@ class Partitioner {
         return d;
     }
 
-    DeviceOp collective(std::string name, CollectiveKind kind, int comm_axis, double full_bytes, Phase phase,
-                        int layer, int mb) const {
+    DeviceOp collective(std::string_view name, CollectiveKind kind, int comm_axis, double full_bytes,
+                        Phase phase, int layer, int mb) const {
         DeviceOp d;
-        d.name = std::move(name);
+        d.name = name;
         d.category = category_of(kind);
         d.phase = phase;
         d.layer = layer;
@@ -232,43 +275,56 @@ class Partitioner {
         return d;
     }
 
-    // `fraction` of a compute op's work (FLOPs and HBM traffic), for collective matmul. The part
-    // holding none of the output is a continuation.
-    static DeviceOp part_of(const DeviceOp& op, double fraction, bool continuation = false) {
+    // `fraction` of graph op `graph_op`'s compute op `op` (FLOPs and HBM traffic), for collective
+    // matmul. The part holding none of the output is a continuation.
+    DeviceOp part_of(const DeviceOp& op, int graph_op, double fraction, bool continuation = false) {
         DeviceOp part = op;
         part.flops *= fraction;
         part.bytes *= fraction;
         part.flop_scale *= fraction;
         part.continuation = continuation;
-        if (continuation) part.name += ".cm";
+        if (continuation) part.name = op_name(graph_op, OpSuffix::continuation);
         return part;
     }
 
     int emit(DeviceOp op) {
         std::sort(op.deps.begin(), op.deps.end());
-        op.deps.erase(std::unique(op.deps.begin(), op.deps.end()), op.deps.end());
+        op.deps.truncate(
+            static_cast<std::size_t>(std::unique(op.deps.begin(), op.deps.end()) - op.deps.begin()));
         p_.ops.push_back(std::move(op));
         return static_cast<int>(p_.ops.size()) - 1;
     }
 
     // For each block, parameter groups in order of first use, and each group's last op there.
     void plan_groups(const std::vector<int>& step_ops) {
+        for (auto& plan : plans_) {
+            plan.rank.assign(g_.param_groups.size(), -1);
+            plan.first_use.assign(g_.param_groups.size(), kUnused);
+            plan.last_use.assign(g_.param_groups.size(), kUnused);
+        }
         for (std::size_t pos = 0; pos < step_ops.size(); ++pos) {
             const Op& op = g_.op(step_ops[pos]);
             if (op.param_group < 0) continue;
             auto& plan = plans_[static_cast<int>(block_of(op.phase))];
-            if (!plan.first_use.count(op.param_group)) {
-                plan.first_use[op.param_group] = pos;
+            const auto group = static_cast<std::size_t>(op.param_group);
+            if (plan.first_use[group] == kUnused) {
+                plan.first_use[group] = pos;
+                plan.rank[group] = static_cast<long>(plan.order.size());
                 plan.order.push_back(op.param_group);
             }
-            plan.last_use[op.param_group] = pos;
+            plan.last_use[group] = pos;
         }
     }
 
+    static constexpr std::size_t kUnused = static_cast<std::size_t>(-1);
+
+    // By parameter group: its place in `order` and the positions (in the step's ops) of its first
+    // and last op in the block; -1 and kUnused where the block does not use it.
     struct BlockPlan {
-        std::vector<int> order;
-        std::map<int, std::size_t> first_use;
-        std::map<int, std::size_t> last_use;
+        std::vector<int> order;  // groups in order of first use
+        std::vector<long> rank;
+        std::vector<std::size_t> first_use;
+        std::vector<std::size_t> last_use;
     };
 
     void emit_microbatch(const std::vector<int>& step_ops, int mb, bool last_microbatch,
@@ -279,7 +335,12 @@ class Partitioner {
         const int depth = in_.runtime.async() ? std::max(0, in_.runtime.prefetch_depth) : 0;
         const bool sequence = tensor_axis >= 0 && in_.training.tensor_sequence;
         const bool collective_matmul = sequence && in_.runtime.overlaps_collective_matmul();
-        std::map<std::pair<int, int>, int> gather;  // (block, group) -> all-gather op
+        // (block, group) -> its all-gather op in this microbatch, -1 before it is issued
+        gather_.assign(2 * g_.param_groups.size(), -1);
+        auto gather = [&](int block, int group) -> int& {
+            return gather_[static_cast<std::size_t>(block) * g_.param_groups.size() +
+                           static_cast<std::size_t>(group)];
+        };
         // Remat offload, per layer: (copy to host, op whose output it moved), and the copies back.
         std::map<int, std::vector<std::pair<int, int>>> offloaded;
         std::map<int, std::vector<int>> reloads;
@@ -296,17 +357,17 @@ class Partitioner {
         int last_compute = mb == 0 ? -1 : last_compute_;
 
         auto issue_gather = [&](int block, int group) {
-            if (fsdp_axis < 0 || gather.count({block, group})) return;
+            if (fsdp_axis < 0 || gather(block, group) >= 0) return;
             const auto& pg = g_.param_groups[static_cast<std::size_t>(group)];
             Phase phase = block == 0 ? Phase::forward : Phase::backward;
-            DeviceOp ag =
-                collective(fmt::format("{}.all-gather.{}", pg.name, block == 0 ? "fwd" : "bwd"),
-                           CollectiveKind::all_gather, fsdp_axis, gathered_bytes(pg), phase, pg.layer, mb);
+            DeviceOp ag = collective(
+                group_name(group, block == 0 ? GroupSuffix::all_gather_fwd : GroupSuffix::all_gather_bwd),
+                CollectiveKind::all_gather, fsdp_axis, gathered_bytes(pg), phase, pg.layer, mb);
             ag.param_group = group;
             // Bounded prefetch: it may start once the compute before its issue point is done.
             if (last_compute >= 0) ag.deps.push_back(last_compute);
             if (last_compute < 0 && host_blocks_) ag.deps.push_back(host_op_);
-            gather[{block, group}] = emit(std::move(ag));
+            gather(block, group) = emit(std::move(ag));
         };
 
         for (std::size_t pos = 0; pos < step_ops.size(); ++pos) {
@@ -314,15 +375,15 @@ class Partitioner {
             const Op& op = g_.op(gi);
             int block = static_cast<int>(block_of(op.phase));
             const BlockPlan& plan = plans_[block];
-            if (op.param_group >= 0 && plan.first_use.at(op.param_group) == pos) {
-                auto where =
-                    std::find(plan.order.begin(), plan.order.end(), op.param_group) - plan.order.begin();
+            if (op.param_group >= 0 && plan.first_use[static_cast<std::size_t>(op.param_group)] == pos) {
+                const long where = plan.rank[static_cast<std::size_t>(op.param_group)];
                 for (long j = where; j <= where + depth && j < static_cast<long>(plan.order.size()); ++j) {
                     issue_gather(block, plan.order[static_cast<std::size_t>(j)]);
                 }
             }
-            DeviceOp d = compute_op(op, mb);
-            for (int pred : g_.predecessor_lists()[static_cast<std::size_t>(gi)]) {
+            DeviceOp d = compute_ops_[static_cast<std::size_t>(gi)];
+            d.microbatch = mb;
+            for (int pred : g_.predecessors_view(gi)) {
                 int r = ready[static_cast<std::size_t>(pred)];
                 if (r >= 0) d.deps.push_back(r);
             }
@@ -330,31 +391,31 @@ class Partitioner {
                 op.matmul.k.shard == Shard::none && op.matmul.n.shard == Shard::tensor) {
                 // Sequence parallelism: the sequence-split input is gathered before a column-parallel
                 // matmul (and its input-gradient matmul in the backward).
-                DeviceOp ag = collective(op.name + ".all-gather", CollectiveKind::all_gather, tensor_axis,
-                                         bytes(op.reads[0]), op.phase, op.layer, mb);
+                DeviceOp ag = collective(op_name(gi, OpSuffix::all_gather), CollectiveKind::all_gather,
+                                         tensor_axis, bytes(op.reads[0]), op.phase, op.layer, mb);
                 ag.deps = d.deps;
                 int gather_index = emit(std::move(ag));
                 if (collective_matmul) {
                     // Ring steps: each chunk is multiplied while the next one arrives, so the matmul
                     // waits for the gather only for its last chunk (1/N of its work).
-                    DeviceOp main = part_of(d, 1.0 - 1.0 / static_cast<double>(tensor_));
+                    DeviceOp main = part_of(d, gi, 1.0 - 1.0 / static_cast<double>(tensor_));
                     main.output_bytes = 0.0;
                     main.kept_for_backward = false;
                     emit(std::move(main));
-                    d = part_of(d, 1.0 / static_cast<double>(tensor_), true);
+                    d = part_of(d, gi, 1.0 / static_cast<double>(tensor_), true);
                 }
                 d.deps.push_back(gather_index);
             }
             if (op.param_group >= 0) {
-                auto it = gather.find({block, op.param_group});
-                if (it != gather.end()) d.deps.push_back(it->second);
+                const int gathered = gather(block, op.param_group);
+                if (gathered >= 0) d.deps.push_back(gathered);
             }
             if (block == 1 && op.layer >= 0 && transfer_resource_ >= 0) {
                 // The layer's offloaded activations come back before its recompute and backward,
                 // and the next layer's are fetched while this one runs (one layer ahead).
                 reload_layer(op.layer);
                 reload_layer(op.layer - 1);
-                d.deps.insert(d.deps.end(), reloads[op.layer].begin(), reloads[op.layer].end());
+                d.deps.append(reloads[op.layer].begin(), reloads[op.layer].end());
             }
             if (pos == 0 && host_blocks_) d.deps.push_back(host_op_);
             if (d.deps.empty() && last_compute >= 0) d.deps.push_back(last_compute);
@@ -365,8 +426,8 @@ class Partitioner {
             DeviceOp rest;
             const bool split = reduces && sequence && collective_matmul;
             if (split) {
-                rest = part_of(d, 1.0 - 1.0 / static_cast<double>(tensor_), true);
-                d = part_of(d, 1.0 / static_cast<double>(tensor_));
+                rest = part_of(d, gi, 1.0 - 1.0 / static_cast<double>(tensor_), true);
+                d = part_of(d, gi, 1.0 / static_cast<double>(tensor_));
                 d.output_bytes = rest.output_bytes;
                 d.kept_for_backward = rest.kept_for_backward;
                 rest.output_bytes = 0.0;
@@ -387,8 +448,9 @@ class Partitioner {
             if (reduces) {
                 auto kind = sequence ? CollectiveKind::reduce_scatter : CollectiveKind::all_reduce;
                 DeviceOp& produced = p_.ops[static_cast<std::size_t>(index)];
-                DeviceOp ar = collective(op.name + (sequence ? ".reduce-scatter" : ".all-reduce"), kind,
-                                         tensor_axis, produced.output_bytes, op.phase, op.layer, mb);
+                DeviceOp ar =
+                    collective(op_name(gi, sequence ? OpSuffix::reduce_scatter : OpSuffix::all_reduce), kind,
+                               tensor_axis, produced.output_bytes, op.phase, op.layer, mb);
                 if (sequence) produced.output_bytes /= static_cast<double>(tensor_);  // kept sequence-split
                 ar.deps.push_back(index);
                 ready[static_cast<std::size_t>(gi)] = emit(std::move(ar));
@@ -401,7 +463,8 @@ class Partitioner {
             }
 
             // Gradients of a group are complete after its last backward op.
-            if (op.param_group >= 0 && block == 1 && plan.last_use.at(op.param_group) == pos) {
+            if (op.param_group >= 0 && block == 1 &&
+                plan.last_use[static_cast<std::size_t>(op.param_group)] == pos) {
                 finish_gradients(op.param_group, index, mb, last_microbatch, fsdp_axis, data_axis,
                                  final_grad);
             }
@@ -417,8 +480,9 @@ class Partitioner {
                       (pg.tensor_sharded ? static_cast<double>(tensor_) : 1.0) * per_element;
         int last = after;
         if (fsdp_axis >= 0) {
-            DeviceOp rs = collective(pg.name + ".reduce-scatter", CollectiveKind::reduce_scatter, fsdp_axis,
-                                     full, Phase::backward, pg.layer, mb);
+            DeviceOp rs =
+                collective(group_name(group, GroupSuffix::reduce_scatter), CollectiveKind::reduce_scatter,
+                           fsdp_axis, full, Phase::backward, pg.layer, mb);
             rs.deps.push_back(last);
             rs.param_group = group;
             last = emit(std::move(rs));
@@ -426,14 +490,16 @@ class Partitioner {
         if (last_microbatch) {
             double shard = full / static_cast<double>(fsdp_);
             if (data_axis >= 0) {
-                DeviceOp ar = collective(pg.name + ".all-reduce", CollectiveKind::all_reduce, data_axis,
-                                         shard, Phase::backward, pg.layer, mb);
+                DeviceOp ar =
+                    collective(group_name(group, GroupSuffix::all_reduce), CollectiveKind::all_reduce,
+                               data_axis, shard, Phase::backward, pg.layer, mb);
                 ar.deps.push_back(last);
                 last = emit(std::move(ar));
             }
             if (dcn_axis_ >= 0) {
-                DeviceOp ar = collective(pg.name + ".all-reduce.dcn", CollectiveKind::all_reduce, dcn_axis_,
-                                         shard, Phase::backward, pg.layer, mb);
+                DeviceOp ar =
+                    collective(group_name(group, GroupSuffix::all_reduce_dcn), CollectiveKind::all_reduce,
+                               dcn_axis_, shard, Phase::backward, pg.layer, mb);
                 ar.deps.push_back(last);
                 last = emit(std::move(ar));
             }
@@ -449,12 +515,20 @@ class Partitioner {
     double param_bytes_ = 4.0;
     double fsdp_bytes_ = 4.0;  // per element of FSDP gathers and gradient reduce-scatters
     std::map<std::string, int> axis_index_;
+    std::shared_ptr<NameStore> names_ = std::make_shared<NameStore>();
+    // Names stored so far, by graph op and suffix, by parameter group and suffix, and of copies by
+    // (source name, to host); empty where not stored yet.
+    std::array<std::vector<std::string_view>, static_cast<std::size_t>(OpSuffix::count)> op_names_;
+    std::array<std::vector<std::string_view>, static_cast<std::size_t>(GroupSuffix::count)> group_names_;
+    std::map<std::pair<const char*, bool>, std::string_view> copy_names_;
     int dcn_axis_ = -1;
     int host_op_ = -1;
     int transfer_resource_ = -1;  // host-transfer resource, when the remat policy offloads
     int last_compute_ = -1;
     bool host_blocks_ = in_.runtime.host_blocks_device();  // the first device ops wait for the host
     BlockPlan plans_[2];
+    std::vector<DeviceOp> compute_ops_;  // by graph op, microbatch 0
+    std::vector<int> gather_;            // emit_microbatch's all-gathers, kept to reuse its storage
 };
 
 }  // namespace

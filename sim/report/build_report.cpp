@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <array>
-#include <map>
 
 #include "core/time.hpp"
 #include "cost/matmul_shape.hpp"
@@ -13,7 +12,8 @@ namespace {
 using Interval = std::pair<core::Time, core::Time>;
 
 std::vector<Interval> merged(std::vector<Interval> v) {
-    std::sort(v.begin(), v.end());
+    // Compute ops run one at a time in program order: their intervals come sorted.
+    if (!std::is_sorted(v.begin(), v.end())) std::sort(v.begin(), v.end());
     std::vector<Interval> out;
     for (const auto& iv : v) {
         if (iv.second <= iv.first) continue;
@@ -115,7 +115,8 @@ RunReport build_report(const ReportInput& in) {
     r.memory.gathered_weights_bytes = m.at_peak.gathered_weights;
     r.memory.collective_buffers_bytes = m.at_peak.collective_buffers;
     r.memory.temporaries_bytes = m.at_peak.temporaries;
-    r.memory.peak_op = m.peak_op >= 0 ? ops[static_cast<std::size_t>(m.peak_op)].name : std::string();
+    r.memory.peak_op =
+        m.peak_op >= 0 ? std::string(ops[static_cast<std::size_t>(m.peak_op)].name) : std::string();
     r.memory.peak_time_s = core::to_seconds(m.peak_time);
     r.host_peak_bytes = in.host.peak_bytes;
     r.host_capacity_bytes = in.host.capacity_bytes;
@@ -126,7 +127,12 @@ RunReport build_report(const ReportInput& in) {
     r.recompile_every_step = in.runtime.recompile_every_step;
 
     std::vector<Interval> compute, comm, host;
-    std::map<std::string, CategoryStat> stats;
+    compute.reserve(ops.size());
+    comm.reserve(ops.size());
+    // By OpCategory (copy is its last); `seen` marks those the program has, counted or not.
+    constexpr std::size_t kCategories = static_cast<std::size_t>(parallel::OpCategory::copy) + 1;
+    std::array<CategoryStat, kCategories> stats;
+    std::array<bool, kCategories> seen{};
     std::array<CategoryStat, 3> shapes;  // by cost::MatmulShapeClass
     double matmul_time = 0.0;
     std::vector<core::Time> busy(in.program.resources.size(), 0);
@@ -166,8 +172,8 @@ RunReport build_report(const ReportInput& in) {
             shape_stat.time_s += seconds;
             matmul_time += seconds;
         }
-        auto& s = stats[std::string(parallel::category_name(op.category))];
-        s.category = std::string(parallel::category_name(op.category));
+        auto& s = stats[static_cast<std::size_t>(op.category)];
+        seen[static_cast<std::size_t>(op.category)] = true;
         if (!op.continuation) ++s.count;
         s.time_s += seconds;
     }
@@ -187,7 +193,10 @@ RunReport build_report(const ReportInput& in) {
     r.host_s = core::to_seconds(length(everything) - length(device));
     r.idle_s = core::to_seconds(step - length(everything));
 
-    for (auto& [name, s] : stats) {
+    for (std::size_t c = 0; c < kCategories; ++c) {
+        if (!seen[c]) continue;
+        CategoryStat& s = stats[c];
+        s.category = std::string(parallel::category_name(static_cast<parallel::OpCategory>(c)));
         s.fraction = s.category == "host" || device_op_time <= 0 ? 0.0 : s.time_s / device_op_time;
         r.op_stats.push_back(s);
     }

@@ -193,7 +193,7 @@ std::string chrome_trace(const std::string& name, const parallel::DeviceProgram&
         events.push_back({{"ph", "X"},
                           {"pid", 1},
                           {"tid", op.resource},
-                          {"name", op.name},
+                          {"name", std::string(op.name)},
                           {"cat", std::string(parallel::category_name(op.category))},
                           {"ts", us(span.start)},
                           {"dur", us(span.end - span.start)},

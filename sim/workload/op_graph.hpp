@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -44,8 +45,8 @@ class OpGraph {
     // order XLA's sequential schedule would run them. Asserts that the graph is acyclic. Computed
     // once per graph (the first call; thread-safe), since every partition of a shared graph needs it.
     const std::vector<int>& topological_order() const;
-    // predecessors() of every op, computed with the order.
-    const std::vector<std::vector<int>>& predecessor_lists() const;
+    // predecessors() of op `index`, computed with the order, without allocating.
+    std::span<const int> predecessors_view(int index) const;
 
     std::vector<ParamGroup> param_groups;
     int layers = 0;

@@ -1,0 +1,58 @@
+#include <doctest/doctest.h>
+
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "parallel/device_program.hpp"
+#include "parallel/op_deps.hpp"
+#include "support.hpp"
+
+using namespace podsim;
+
+TEST_CASE("OpDeps holds six deps in place and spills the rest to the heap, keeping their order") {
+    parallel::OpDeps deps = {4, 2};
+    CHECK(deps.size() == 2);
+    for (int d = 10; d < 20; ++d) deps.push_back(d);  // 12 deps: past the 6 held in place
+    REQUIRE(deps.size() == 12);
+    CHECK(deps[0] == 4);
+    CHECK(deps[1] == 2);
+    CHECK(deps[11] == 19);
+
+    parallel::OpDeps copy = deps;
+    parallel::OpDeps moved = std::move(deps);
+    CHECK(copy == moved);
+    CHECK(deps.empty());  // a moved-from OpDeps is empty
+    copy.truncate(3);
+    CHECK(copy == parallel::OpDeps{4, 2, 10});
+    copy = {7};
+    CHECK(copy == parallel::OpDeps{7});
+    deps.push_back(1);  // usable again after the move
+    CHECK(deps == parallel::OpDeps{1});
+}
+
+TEST_CASE("A copy of a device program keeps its op names after the simulation is gone") {
+    std::optional<parallel::DeviceProgram> program;
+    {
+        run::Simulation sim = run::simulate(test::run_from_text(R"(
+schema: podsim.run/v1
+model: gpt2-small
+topology: tpu-v4
+slice: 2x2x1
+mesh: {fsdp: 4}
+training: {global_batch: 16, seq_len: 128, microbatches: 4}
+)"));
+        program = sim.program;
+    }
+    // The names are those the lowering gives each graph op, and each parameter group's gathers
+    // are named by group and pass (docs/model.md).
+    bool embed = false, gather = false;
+    for (const auto& op : program->ops) {
+        embed = embed || (op.name == "embed" && op.microbatch == 1);
+        gather = gather || op.name == "layer0.all-gather.bwd";
+    }
+    CHECK(embed);
+    CHECK(gather);
+    // Every microbatch repeats the same names: each is stored once, not once per microbatch.
+    CHECK(program->names->size() < program->ops.size() / 2);
+}
