@@ -138,9 +138,10 @@ SweepSummary run_sweep(const config::SweepPlan& plan, const SweepOptions& option
     std::exception_ptr failure;           // a worker's exception (a bug): rethrown here
     bool closing = false;
     // Rows are written in order, so a slow config holds the writer while the other workers go on
-    // ahead: the window must cover what they finish meanwhile (a 175B config on 4,096 chips takes
-    // as long as a hundred small ones), or they run dry. Still bounded, so memory stays flat.
-    const std::size_t window = static_cast<std::size_t>(jobs) * 512;
+    // ahead: the window must cover what they finish meanwhile, or they run dry. 64 per job: 8 left
+    // workers idle behind slow 175B configs, and 512 let a 100,000-config sweep's resident memory
+    // creep up (+12%, allocator fragmentation) where 64 keeps it flat (bench/sweeps/rss-100k.yaml).
+    const std::size_t window = static_cast<std::size_t>(jobs) * 64;
 
     std::vector<std::thread> workers;
     for (int w = 0; w < jobs; ++w) {
