@@ -109,6 +109,7 @@ MapReader::MapReader(YAML::Node node, std::string file, std::string path, core::
     }
     ok_ = true;
     std::unordered_set<std::string> seen;  // a set: a linear search made 100,000 keys take 11 s
+    std::string known_keys;                // the hint for a key with no close match, made once
     for (auto it = node_.begin(); it != node_.end(); ++it) {
         // A copy: the iterator yields a temporary pair, and a reference into it would dangle.
         YAML::Node key = it->first;
@@ -127,9 +128,9 @@ MapReader::MapReader(YAML::Node node, std::string file, std::string path, core::
         if (auto hint = core::closest_match(name, allowed_keys)) {
             message += fmt::format(" (did you mean '{}'?)", *hint);
         } else if (!allowed_keys.empty()) {
-            std::string list;
-            for (const auto& k : allowed_keys) list += (list.empty() ? "" : ", ") + k;
-            message += fmt::format(" (known keys: {})", list);
+            if (known_keys.empty())
+                known_keys = fmt::format(" (known keys: {})", fmt::join(allowed_keys, ", "));
+            message += known_keys;
         }
         diagnostics_.error(location_of(key, file_), join_path(path_, name), message);
     }

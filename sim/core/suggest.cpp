@@ -5,21 +5,46 @@
 
 namespace podsim::core {
 
-std::size_t edit_distance(std::string_view a, std::string_view b) {
-    std::vector<std::size_t> row(b.size() + 1);
+namespace {
+
+char lower(char c) {
+    return static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+}
+
+// Levenshtein distance, or any value above `limit` as soon as every entry of a row is above it (the
+// distance can only grow from there).
+std::size_t bounded_edit_distance(std::string_view a, std::string_view b, std::size_t limit) {
+    // One row of the dynamic programme; on the stack for the short words keys are.
+    constexpr std::size_t kInline = 64;
+    std::size_t inline_row[kInline + 1];
+    std::vector<std::size_t> heap_row;
+    std::size_t* row = inline_row;
+    if (b.size() > kInline) {
+        heap_row.resize(b.size() + 1);
+        row = heap_row.data();
+    }
+    std::string lower_b(b.size(), '\0');
+    std::transform(b.begin(), b.end(), lower_b.begin(), lower);
     for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
     for (std::size_t i = 1; i <= a.size(); ++i) {
         std::size_t diagonal = row[0];
         row[0] = i;
+        const char ai = lower(a[i - 1]);
         for (std::size_t j = 1; j <= b.size(); ++j) {
             std::size_t above = row[j];
-            bool same = std::tolower(static_cast<unsigned char>(a[i - 1])) ==
-                        std::tolower(static_cast<unsigned char>(b[j - 1]));
-            row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (same ? 0 : 1)});
+            const std::size_t substitute = diagonal + (ai == lower_b[j - 1] ? 0 : 1);
+            row[j] = std::min(std::min(row[j] + 1, row[j - 1] + 1), substitute);
             diagonal = above;
         }
+        if (*std::min_element(row, row + b.size() + 1) > limit) return limit + 1;
     }
     return row[b.size()];
+}
+
+}  // namespace
+
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+    return bounded_edit_distance(a, b, std::max(a.size(), b.size()));
 }
 
 std::optional<std::string> closest_match(std::string_view word, const std::vector<std::string>& candidates) {
@@ -28,7 +53,11 @@ std::optional<std::string> closest_match(std::string_view word, const std::vecto
     // A typo changes about a third of a word at most; beyond that a hint would mislead.
     std::size_t limit = std::max<std::size_t>(2, word.size() / 3);
     for (const auto& candidate : candidates) {
-        std::size_t d = edit_distance(word, candidate);
+        // The distance is at least the difference in length: no need to compute it beyond the limit.
+        const std::size_t length_gap =
+            word.size() > candidate.size() ? word.size() - candidate.size() : candidate.size() - word.size();
+        if (length_gap > limit) continue;
+        std::size_t d = bounded_edit_distance(word, candidate, limit);
         if (d <= limit && (!best || d < best_distance)) {
             best = candidate;
             best_distance = d;
