@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Runs every libFuzzer target of a PODSIM_FUZZ build for SECONDS each, one after the other, and
-# prints the executions per target. Exit status 1 when any target found a crash, a sanitizer
+# Runs every libFuzzer target of a PODSIM_FUZZ build for SECONDS each, FUZZ_JOBS at a time (default:
+# one per core), and prints the executions per target. Exit status 1 when any target found a crash, a sanitizer
 # report, an input over 10 s or over 2 GB (the reproducer is kept under BUILD/fuzz/artifacts/).
 #
 #   tests/fuzz/run-fuzzers.sh BUILD SECONDS [TARGET...]     (make fuzz FUZZ_SECONDS=...)
@@ -58,34 +58,59 @@ fi
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
-failed=()
-printf '%-14s %8s %12s %9s %8s  %s\n' target seconds executions exec/s corpus result
-for t in "${targets[@]}"; do
-  bin=$build/tests/fuzz/podsim_fuzz_$t
-  [ -x "$bin" ] || { echo "$bin: not built (configure with -DPODSIM_FUZZ=ON)"; exit 2; }
-  corpus=$work/corpus/$t
+jobs=${FUZZ_JOBS:-$(nproc)}
+# One target: its line of the table in $work/logs/TARGET.result, and the log's findings after it.
+run_target() {
+  local t=$1
+  local bin=$build/tests/fuzz/podsim_fuzz_$t
+  local corpus=$work/corpus/$t
   mkdir -p "$corpus"
-  dirs=("$corpus")
+  local dirs=("$corpus")
   [ -d "$seeds/$t" ] && dirs+=("$seeds/$t")
   [ -d tests/fuzz/regressions/$t ] && dirs+=("tests/fuzz/regressions/$t")
+  local max_len
   case $t in
     profile|chrome_trace|xplane|hlo_op_stats|xla_metrics|nvtx|chakra|pod_viewer)
       dirs+=(tests/fuzz/regressions/profile); max_len=65536 ;;
     *) max_len=8192 ;;
   esac
-  log=$work/logs/$t.log
-  status=ok
+  local log=$work/logs/$t.log
+  local status=ok
   "$bin" -max_total_time="$seconds" -rss_limit_mb=2048 -timeout=10 -max_len=$max_len \
     -print_final_stats=1 -artifact_prefix="$work/artifacts/$t-" "${dirs[@]}" >"$log" 2>&1 || status=FOUND
+  local runs took rate
   runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
   took=$(sed -n 's/^Done [0-9]* runs in \([0-9]*\) second.*/\1/p' "$log" | tail -1)
   took=${took:-$seconds}
   rate=$(( ${runs:-0} / (took > 0 ? took : 1) ))
-  printf '%-14s %8s %12s %9s %8s  %s\n' "$t" "$took" "${runs:-?}" "$rate" "$(ls "$corpus" | wc -l)" "$status"
-  if [ "$status" != ok ]; then
-    failed+=("$t")
-    grep -E 'ERROR|SUMMARY|runtime error|deadly signal|timeout|out-of-memory|Test unit written' "$log" | head -8 | sed 's/^/    /'
+  {
+    printf '%-14s %8s %12s %9s %8s  %s\n' "$t" "$took" "${runs:-?}" "$rate" "$(ls "$corpus" | wc -l)" "$status"
+    if [ "$status" != ok ]; then
+      grep -E 'ERROR|SUMMARY|runtime error|deadly signal|timeout|out-of-memory|Test unit written' "$log" | head -8 | sed 's/^/    /'
+    fi
+  } >"$work/logs/$t.result"
+}
+
+for t in "${targets[@]}"; do
+  [ -x "$build/tests/fuzz/podsim_fuzz_$t" ] || { echo "$build/tests/fuzz/podsim_fuzz_$t: not built (configure with -DPODSIM_FUZZ=ON)"; exit 2; }
+done
+# FUZZ_JOBS targets at a time (default: one per core), each for SECONDS.
+running=0
+for t in "${targets[@]}"; do
+  rm -f "$work/logs/$t.result"
+  run_target "$t" &
+  running=$((running + 1))
+  if [ "$running" -ge "$jobs" ]; then
+    wait -n
+    running=$((running - 1))
   fi
+done
+wait
+failed=()
+printf '%-14s %8s %12s %9s %8s  %s\n' target seconds executions exec/s corpus result
+for t in "${targets[@]}"; do
+  cat "$work/logs/$t.result"
+  grep -q ' ok$' <(head -1 "$work/logs/$t.result") || failed+=("$t")
 done
 if [ ${#failed[@]} -gt 0 ]; then
   echo "fuzzing found defects in: ${failed[*]} (logs in $work/logs, reproducers in $work/artifacts)"
