@@ -177,7 +177,8 @@ class ProgramRun final : public core::EventHandler, public network::TransferList
         busy_[r] = true;
         timeline_.spans[op] = Span{static_cast<int>(op), resource, engine_.now(), engine_.now()};
         if (logging_) started_.push_back(static_cast<int>(op));
-        if (!block_of_op_.empty() && block_of_op_[op] >= 0) due_block_ = block_of_op_[op];
+        if (!region_of_boundary_.empty() && region_of_boundary_[op] >= 0)
+            due_boundary_ = static_cast<int>(op);
         const TransferAlone* alone = network_input_ && !network_input_->alone_of_op.empty()
                                          ? network_input_->alone_of_op[op]
                                          : nullptr;
@@ -248,29 +249,25 @@ class ProgramRun final : public core::EventHandler, public network::TransferList
         auto regions = periodic_regions(
             program_, OpBehaviour{durations_, transfer, network, pred_begin_, preds_}, kMinPeriods);
         if (regions.empty()) return;
-        block_of_op_.assign(program_.ops.size(), -1);
-        for (std::size_t g = 0; g < regions.size(); ++g) {
-            states_.push_back(RegionState{regions[g], {}, false, false, false, 0, 0, 0, 0, 0, {}, {}});
-            for (std::size_t k = 0; k < regions[g].count; ++k) blocks_.emplace_back(g, k);
-        }
         // A boundary is the start of a region's block; the first block's ops depend on what came
         // before the region, so boundaries count from the second block.
-        std::size_t offset = 0;
+        region_of_boundary_.assign(program_.ops.size(), -1);
         for (std::size_t g = 0; g < regions.size(); ++g) {
             for (std::size_t k = 1; k < regions[g].count; ++k)
-                block_of_op_[regions[g].first_op + k * regions[g].length] = static_cast<int>(offset + k);
-            offset += regions[g].count;
+                region_of_boundary_[regions[g].first_op + k * regions[g].length] = static_cast<int>(g);
+            states_.emplace_back();
+            states_.back().region = regions[g];
         }
         logging_ = true;
     }
 
     void take_due_snapshot() {
-        if (due_block_ < 0) return;
-        const auto [g, k] = blocks_[static_cast<std::size_t>(due_block_)];
-        due_block_ = -1;
-        RegionState& state = states_[g];
+        if (due_boundary_ < 0) return;
+        const auto op = static_cast<std::size_t>(due_boundary_);
+        due_boundary_ = -1;
+        RegionState& state = states_[static_cast<std::size_t>(region_of_boundary_[op])];
         if (state.done) return;
-        at_boundary(state, k);
+        at_boundary(state, (op - state.region.first_op) / state.region.length);
     }
 
     static bool inside(const PeriodicRegion& region, std::size_t op) {
@@ -391,10 +388,10 @@ class ProgramRun final : public core::EventHandler, public network::TransferList
     void jump(RegionState& state, std::size_t periods) {
         const std::size_t length = state.region.length;
         const core::Time period = engine_.now() - state.time;
+        if (period <= 0) return;
         const auto shift_time = [&](core::Time t, std::size_t j) {
             return t + static_cast<core::Time>(j) * period;
         };
-        if (period <= 0) return;
         for (std::size_t j = 1; j <= periods; ++j) {
             const std::size_t shift = j * length;
             for (std::size_t e = state.started_mark; e < started_.size(); ++e) {
@@ -451,10 +448,9 @@ class ProgramRun final : public core::EventHandler, public network::TransferList
     std::vector<bool> busy_;
     Timeline timeline_;
     // Periodic steady state.
-    std::vector<int> block_of_op_;                             // the block an op starts, or -1
-    std::vector<std::pair<std::size_t, std::size_t>> blocks_;  // (region, block within it)
+    std::vector<int> region_of_boundary_;  // per op: the region whose block it starts, or -1
     std::vector<RegionState> states_;
-    int due_block_ = -1;
+    int due_boundary_ = -1;  // a boundary op started by the event being handled
     bool logging_ = false;
     std::vector<int> started_, ended_;  // ops in the order they started / ended
 };
