@@ -1,6 +1,7 @@
 #include "scheduler/scheduler.hpp"
 
 #include <algorithm>
+#include <array>
 #include <memory>
 #include <numeric>
 
@@ -17,6 +18,9 @@ namespace {
 constexpr std::size_t kMinPeriods = 6;
 // Boundaries compared in a region before giving up on it (the state never repeats).
 constexpr int kMaxTries = 8;
+// Longest period tried, in blocks. A state can repeat every second block only: two kinds of
+// collective sharing a flow network swap its transfer slots from one layer to the next.
+constexpr std::size_t kMaxPeriodBlocks = 2;
 
 class ProgramRun final : public core::EventHandler, public network::TransferListener {
   public:
@@ -221,18 +225,23 @@ class ProgramRun final : public core::EventHandler, public network::TransferList
         std::vector<bool> network_made;
         bool operator==(const Snapshot&) const = default;
     };
+    // The state at one boundary of a region, with what a jump from it needs.
+    struct Boundary {
+        std::size_t block = 0;
+        bool valid = false;
+        Snapshot state;
+        std::size_t matched_blocks = 0;  // it repeated the boundary that many blocks before it, or 0
+        core::Time time = 0;
+        std::uint64_t events = 0;  // events run by then
+        std::size_t started_mark = 0, ended_mark = 0;
+        std::vector<std::vector<double>> link_bytes;  // per network, when matched
+        std::vector<double> alone_link_bytes;
+    };
     struct RegionState {
         PeriodicRegion region;
-        Snapshot reference;
-        bool has_reference = false;
-        bool confirmed = false;  // the reference already matched the boundary before it
+        std::array<Boundary, kMaxPeriodBlocks> recent;  // boundary k at k % kMaxPeriodBlocks
         bool done = false;
         int tries = 0;
-        core::Time time = 0;       // of the reference
-        std::uint64_t events = 0;  // events run when the reference was taken
-        std::size_t started_mark = 0, ended_mark = 0;
-        std::vector<std::vector<double>> link_bytes;  // per network, at the reference
-        std::vector<double> alone_link_bytes;
     };
 
     void find_regions() {
@@ -349,44 +358,56 @@ class ProgramRun final : public core::EventHandler, public network::TransferList
 
     void at_boundary(RegionState& state, std::size_t k) {
         const PeriodicRegion& region = state.region;
+        Boundary& slot = state.recent[k % kMaxPeriodBlocks];
         Snapshot now_state;
         std::size_t horizon = 0;
         if (!describe(region, k, now_state, horizon)) {
-            state.has_reference = state.confirmed = false;
+            slot.block = k;
+            slot.valid = false;
             if (++state.tries >= kMaxTries) state.done = true;
             return;
         }
-        const bool same = state.has_reference && now_state == state.reference;
-        if (same && state.confirmed) {
-            // Two boundaries in a row repeat the one before: jump as many periods as stay inside.
-            const std::size_t periods = (region.end() - horizon) / region.length;
-            if (periods >= 1) jump(state, periods);
+        // The shortest period p (in blocks) whose boundary k - p holds the same state.
+        std::size_t matched = 0;
+        for (std::size_t p = 1; p <= kMaxPeriodBlocks && p <= k && matched == 0; ++p) {
+            const Boundary& before = state.recent[(k - p) % kMaxPeriodBlocks];
+            if (before.valid && before.block == k - p && before.state == now_state) matched = p;
+        }
+        if (matched != 0) {
+            const Boundary& before = state.recent[(k - matched) % kMaxPeriodBlocks];
+            if (before.matched_blocks == matched) {
+                // Three boundaries a period apart hold the same state: jump as many periods as stay
+                // inside the region.
+                const std::size_t length = matched * region.length;
+                const std::size_t periods = (region.end() - horizon) / length;
+                if (periods >= 1) jump(before, length, periods, region.first_op + k * region.length);
+                state.done = true;
+                return;
+            }
+        } else if (++state.tries >= kMaxTries) {
             state.done = true;
             return;
         }
-        if (!same && ++state.tries >= kMaxTries) {
-            state.done = true;
-            return;
-        }
-        state.confirmed = same;
-        state.has_reference = true;
-        state.reference = std::move(now_state);
-        state.time = engine_.now();
-        state.events = engine_.events_processed() + replayed_events_;
-        state.started_mark = started_.size();
-        state.ended_mark = ended_.size();
-        if (same) {  // the next boundary gives one period's link bytes
-            state.link_bytes.assign(networks_.size(), {});
+        slot.block = k;
+        slot.valid = true;
+        slot.state = std::move(now_state);
+        slot.matched_blocks = matched;
+        slot.time = engine_.now();
+        slot.events = engine_.events_processed() + replayed_events_;
+        slot.started_mark = started_.size();
+        slot.ended_mark = ended_.size();
+        if (matched != 0) {  // the boundary a period later gives one period's link bytes
+            slot.link_bytes.assign(networks_.size(), {});
             for (std::size_t net = 0; net < networks_.size(); ++net)
-                if (networks_[net]) state.link_bytes[net] = networks_[net]->link_bytes();
-            state.alone_link_bytes = alone_link_bytes_;
+                if (networks_[net]) slot.link_bytes[net] = networks_[net]->link_bytes();
+            slot.alone_link_bytes = alone_link_bytes_;
         }
     }
 
-    // Repeats the period since the reference `periods` times: spans, pending counts, queue heads,
-    // events, transfers in flight and link bytes, all shifted by whole periods.
-    void jump(RegionState& state, std::size_t periods) {
-        const std::size_t length = state.region.length;
+    // Repeats the period of `length` ops since boundary `state` `periods` times: spans, pending
+    // counts, queue heads, events, transfers in flight and link bytes, all shifted by whole periods.
+    // `boundary_op` starts the block whose start is now.
+    void jump(const Boundary& state, std::size_t length, std::size_t periods, std::size_t boundary_op) {
         const core::Time period = engine_.now() - state.time;
         if (period <= 0) return;
         const auto shift_time = [&](core::Time t, std::size_t j) {
@@ -425,8 +446,11 @@ class ProgramRun final : public core::EventHandler, public network::TransferList
             for (std::size_t l = 0; l < alone_link_bytes_.size(); ++l)
                 alone_link_bytes_[l] += repeats * (alone_link_bytes_[l] - state.alone_link_bytes[l]);
         }
-        jumped_events_ += periods * (engine_.events_processed() + replayed_events_ - state.events);
+        const std::uint64_t events_per_period = engine_.events_processed() + replayed_events_ - state.events;
+        jumped_events_ += periods * events_per_period;
         timeline_.periods_jumped += periods;
+        timeline_.jumps.push_back(PeriodJump{boundary_op, length,
+                                             periods, state.time, period, events_per_period});
     }
 
     const parallel::DeviceProgram& program_;
