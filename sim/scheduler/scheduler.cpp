@@ -449,8 +449,8 @@ class ProgramRun final : public core::EventHandler, public network::TransferList
         const std::uint64_t events_per_period = engine_.events_processed() + replayed_events_ - state.events;
         jumped_events_ += periods * events_per_period;
         timeline_.periods_jumped += periods;
-        timeline_.jumps.push_back(PeriodJump{boundary_op, length,
-                                             periods, state.time, period, events_per_period});
+        timeline_.jumps.push_back(
+            PeriodJump{boundary_op, length, periods, state.time, period, events_per_period});
     }
 
     const parallel::DeviceProgram& program_;

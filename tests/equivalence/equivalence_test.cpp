@@ -162,7 +162,7 @@ TEST_CASE("a state that repeats every second layer is jumped two layers at a tim
     bool two_layer_jump = false;
     for (const auto& jump : fast.timeline.jumps)
         two_layer_jump = two_layer_jump || (ops[jump.first_op].phase == workload::Phase::forward &&
-                                             jump.length == 2 * layer_ops && jump.periods >= 1);
+                                            jump.length == 2 * layer_ops && jump.periods >= 1);
     CHECK(two_layer_jump);
     auto diff = compare_modes(instance.spec, cache);
     CHECK_MESSAGE(diff.empty(), fmt::format("{}", fmt::join(diff, "\n")));
