@@ -404,23 +404,23 @@ class ProgramRun final : public core::EventHandler, public network::TransferList
         }
     }
 
-    // Repeats the period of `length` ops since boundary `state` `periods` times: spans, pending
+    // Repeats the period of `length` ops since boundary `from` `periods` times: spans, pending
     // counts, queue heads, events, transfers in flight and link bytes, all shifted by whole periods.
     // `boundary_op` starts the block whose start is now.
-    void jump(const Boundary& state, std::size_t length, std::size_t periods, std::size_t boundary_op) {
-        const core::Time period = engine_.now() - state.time;
+    void jump(const Boundary& from, std::size_t length, std::size_t periods, std::size_t boundary_op) {
+        const core::Time period = engine_.now() - from.time;
         if (period <= 0) return;
         const auto shift_time = [&](core::Time t, std::size_t j) {
             return t + static_cast<core::Time>(j) * period;
         };
         for (std::size_t j = 1; j <= periods; ++j) {
             const std::size_t shift = j * length;
-            for (std::size_t e = state.started_mark; e < started_.size(); ++e) {
+            for (std::size_t e = from.started_mark; e < started_.size(); ++e) {
                 const auto op = static_cast<std::size_t>(started_[e]);
                 timeline_.spans[op + shift] = Span{static_cast<int>(op + shift), timeline_.spans[op].resource,
                                                    shift_time(timeline_.spans[op].start, j), 0};
             }
-            for (std::size_t e = state.ended_mark; e < ended_.size(); ++e) {
+            for (std::size_t e = from.ended_mark; e < ended_.size(); ++e) {
                 const auto op = static_cast<std::size_t>(ended_[e]);
                 timeline_.spans[op + shift].end = shift_time(timeline_.spans[op].end, j);
                 for (std::size_t s = succ_begin_[op + shift]; s < succ_begin_[op + shift + 1]; ++s)
@@ -437,20 +437,17 @@ class ProgramRun final : public core::EventHandler, public network::TransferList
         for (std::size_t net = 0; net < networks_.size(); ++net) {
             if (!networks_[net]) continue;
             std::vector<double> per_period = networks_[net]->link_bytes();
-            const auto& before = state.link_bytes[net];
+            const auto& before = from.link_bytes[net];
             for (std::size_t l = 0; l < per_period.size(); ++l)
                 per_period[l] -= l < before.size() ? before[l] : 0.0;
             networks_[net]->jump(time_shift, tag_shift, per_period, repeats);
         }
         if (network_input_) {
             for (std::size_t l = 0; l < alone_link_bytes_.size(); ++l)
-                alone_link_bytes_[l] += repeats * (alone_link_bytes_[l] - state.alone_link_bytes[l]);
+                alone_link_bytes_[l] += repeats * (alone_link_bytes_[l] - from.alone_link_bytes[l]);
         }
-        const std::uint64_t events_per_period = engine_.events_processed() + replayed_events_ - state.events;
-        jumped_events_ += periods * events_per_period;
-        timeline_.periods_jumped += periods;
-        timeline_.jumps.push_back(
-            PeriodJump{boundary_op, length, periods, state.time, period, events_per_period});
+        jumped_events_ += periods * (engine_.events_processed() + replayed_events_ - from.events);
+        timeline_.jumps.push_back(PeriodJump{boundary_op, length, periods, from.time, period});
     }
 
     const parallel::DeviceProgram& program_;

@@ -26,16 +26,21 @@ struct PeriodJump {
     std::size_t periods = 0;
     core::Time template_start = 0;
     core::Time period = 0;
-    std::uint64_t events_per_period = 0;
 };
 
 struct Timeline {
     std::vector<Span> spans;  // indexed like DeviceProgram::ops
     core::Time step_time = 0;
-    std::uint64_t events = 0;          // events the engine processed
-    std::vector<double> link_bytes;    // bytes each torus link carried, when a network was simulated
-    std::uint64_t periods_jumped = 0;  // repeated periods not simulated one by one (ScheduleOptions)
-    std::vector<PeriodJump> jumps;     // in the order they happened
+    std::uint64_t events = 0;        // events the engine processed
+    std::vector<double> link_bytes;  // bytes each torus link carried, when a network was simulated
+    std::vector<PeriodJump> jumps;   // in the order they happened
+
+    // Repeated periods not simulated one by one (ScheduleOptions).
+    std::uint64_t periods_jumped() const {
+        std::uint64_t periods = 0;
+        for (const auto& jump : jumps) periods += jump.periods;
+        return periods;
+    }
 };
 
 }  // namespace podsim::scheduler

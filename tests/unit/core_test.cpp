@@ -35,8 +35,9 @@ TEST_CASE("quantities without a unit or with the wrong one are rejected with a r
 
 namespace {
 struct Recorder final : EventHandler {
+    explicit Recorder(Engine& e) : engine(&e) {}
     std::vector<std::pair<Time, std::uint64_t>> seen;
-    Engine* engine = nullptr;
+    Engine* engine;
     void on_event(Time now, std::uint64_t tag) override {
         seen.push_back({now, tag});
         if (tag == 99) engine->schedule_after(0, *this, 100);  // same instant, queued last
@@ -47,15 +48,20 @@ struct Recorder final : EventHandler {
         return out;
     }
 };
+
+// Three events: tag 1 at t=5, tag 2 at t=3, tag 3 at t=5.
+struct ThreeEvents {
+    Engine engine;
+    Recorder r{engine};
+    ThreeEvents() {
+        engine.schedule_at(5, r, 1);
+        engine.schedule_at(3, r, 2);
+        engine.schedule_at(5, r, 3);
+    }
+};
 }  // namespace
 
-TEST_CASE("engine runs events by time, ties in insertion order") {
-    Engine engine;
-    Recorder r;
-    r.engine = &engine;
-    engine.schedule_at(5, r, 1);
-    engine.schedule_at(3, r, 2);
-    engine.schedule_at(5, r, 3);
+TEST_CASE_FIXTURE(ThreeEvents, "engine runs events by time, ties in insertion order") {
     engine.schedule_at(3, r, 99);
     engine.schedule_at(3, r, 4);
     CHECK(engine.run() == 5);
@@ -64,13 +70,7 @@ TEST_CASE("engine runs events by time, ties in insertion order") {
     CHECK(engine.events_processed() == 6);
 }
 
-TEST_CASE("engine steps one event at a time, lists what is pending and jumps ahead") {
-    Engine engine;
-    Recorder r;
-    r.engine = &engine;
-    engine.schedule_at(5, r, 1);
-    engine.schedule_at(3, r, 2);
-    engine.schedule_at(5, r, 3);
+TEST_CASE_FIXTURE(ThreeEvents, "engine steps one event at a time, lists what is pending and jumps ahead") {
     auto pending = engine.pending();
     REQUIRE(pending.size() == 3);
     CHECK(pending[0].when == 3);

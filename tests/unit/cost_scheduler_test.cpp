@@ -165,16 +165,13 @@ TEST_CASE("repeated layers are jumped over once their state repeats, with the sa
     // The gathers are the bottleneck: gather l runs 1.5 l .. 1.5 (l + 1) ms and matmul l the
     // millisecond after, so the step is 20 x 1.5 + 1 = 31 ms.
     CHECK(every.step_time == 31 * core::kMillisecond);
-    CHECK(every.periods_jumped == 0);
-    CHECK(jumped.periods_jumped > 0);
+    CHECK(every.periods_jumped() == 0);
+    CHECK(jumped.periods_jumped() > 0);
     // Each jump is recorded: one period is one layer (a gather and a matmul) of 1.5 ms.
-    std::uint64_t recorded = 0;
     for (const auto& jump : jumped.jumps) {
-        recorded += jump.periods;
         CHECK(jump.length == 2);
         CHECK(jump.period == core::from_seconds(1.5e-3));
     }
-    CHECK(recorded == jumped.periods_jumped);
     CHECK(every.jumps.empty());
     CHECK(jumped.step_time == every.step_time);
     CHECK(jumped.events == every.events);
