@@ -28,8 +28,9 @@ FlowNetwork::FlowNetwork(core::Engine& engine, std::vector<double> link_bandwidt
       scratch_(owned_scratch_.get()),
       link_bytes_(owned_bandwidth_.size(), 0.0) {}
 
-FlowNetwork::FlowNetwork(core::Engine& engine, const std::vector<double>& link_bandwidth, Scratch& scratch)
-    : engine_(engine), bandwidth_(&link_bandwidth), scratch_(&scratch) {}
+FlowNetwork::FlowNetwork(core::Engine& engine, const std::vector<double>& link_bandwidth, Scratch& scratch,
+                         bool count_link_bytes)
+    : engine_(engine), bandwidth_(&link_bandwidth), scratch_(&scratch), count_link_bytes_(count_link_bytes) {}
 
 void FlowNetwork::start(const std::vector<FlowPhase>& phases, TransferListener& listener, std::uint64_t tag) {
     int slot;
@@ -61,7 +62,7 @@ void FlowNetwork::inject_flows(int slot) {
     Transfer& t = transfers_[static_cast<std::size_t>(slot)];
     const FlowPhase& phase = (*t.phases)[t.phase];
     advance_to(engine_.now());
-    if (link_bytes_.empty()) link_bytes_.assign(bandwidth_->size(), 0.0);
+    if (count_link_bytes_ && link_bytes_.empty()) link_bytes_.assign(bandwidth_->size(), 0.0);
     t.flows_left = 0;
     for (const Flow& flow : phase.flows) {
         if (flow.bytes <= kBytesEpsilon || flow.links.empty()) continue;
@@ -88,7 +89,8 @@ void FlowNetwork::advance_to(core::Time now) {
     for (auto& f : active_) {
         double moved = std::min(f.remaining, f.rate * elapsed);
         f.remaining -= moved;
-        for (int link : f.flow->links) link_bytes_[static_cast<std::size_t>(link)] += moved;
+        if (count_link_bytes_)
+            for (int link : f.flow->links) link_bytes_[static_cast<std::size_t>(link)] += moved;
     }
 }
 
@@ -180,7 +182,8 @@ void FlowNetwork::on_event(core::Time now, std::uint64_t tag) {
         ActiveFlow& f = active_[i];
         // Arrived: nothing left, or less than a picosecond's worth at its rate.
         if (f.remaining <= kBytesEpsilon || f.remaining <= f.rate * 1e-12) {
-            for (int link : f.flow->links) link_bytes_[static_cast<std::size_t>(link)] += f.remaining;
+            if (count_link_bytes_)
+                for (int link : f.flow->links) link_bytes_[static_cast<std::size_t>(link)] += f.remaining;
             Transfer& t = transfers_[static_cast<std::size_t>(f.transfer)];
             if (--t.flows_left == 0) finished_phase.push_back(f.transfer);
         } else {

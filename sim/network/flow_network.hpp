@@ -35,8 +35,11 @@ class FlowNetwork final : public core::EventHandler {
     };
 
     FlowNetwork(core::Engine& engine, std::vector<double> link_bandwidth);
-    // Borrows the bandwidths and the scratch, which must outlive the network.
-    FlowNetwork(core::Engine& engine, const std::vector<double>& link_bandwidth, Scratch& scratch);
+    // Borrows the bandwidths and the scratch, which must outlive the network. Without
+    // `count_link_bytes` the links' bytes are not counted (link_bytes() stays empty): a step
+    // simulation that reports none skips a pass over every flow's links at each reallocation.
+    FlowNetwork(core::Engine& engine, const std::vector<double>& link_bandwidth, Scratch& scratch,
+                bool count_link_bytes = true);
     FlowNetwork(const FlowNetwork&) = delete;
     FlowNetwork& operator=(const FlowNetwork&) = delete;
 
@@ -45,7 +48,7 @@ class FlowNetwork final : public core::EventHandler {
     void on_event(core::Time now, std::uint64_t tag) override;
 
     // Bytes each link carried so far (both for reports and tests); empty while a network with
-    // borrowed bandwidths has carried nothing.
+    // borrowed bandwidths has carried nothing, and when it does not count them.
     const std::vector<double>& link_bytes() const { return link_bytes_; }
     std::size_t active_flows() const { return active_.size(); }
 
@@ -110,6 +113,7 @@ class FlowNetwork final : public core::EventHandler {
     std::unique_ptr<Scratch> owned_scratch_;
     Scratch* scratch_;
     std::vector<double> link_bytes_;  // sized on first use
+    bool count_link_bytes_ = true;
     std::vector<Transfer> transfers_;
     std::vector<int> free_transfers_;
     std::vector<ActiveFlow> active_;

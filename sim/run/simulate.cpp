@@ -56,8 +56,8 @@ scheduler::NetworkInput plan_network(const RunSpec& spec, Simulation& sim, Simul
         if (sim.plan_of_op[i] >= 0)
             input.plan_of_op[i] = &sim.plans[static_cast<std::size_t>(sim.plan_of_op[i])]->plan;
     }
-    input.link_bandwidth =
-        network::effective_link_bandwidth(*sim.torus, spec.calibration.ici_link_efficiency);
+    input.link_bandwidth = cache.link_bandwidth(sim.torus, spec.calibration.ici_link_efficiency);
+    input.scratch = &cache.scratch(input.link_bandwidth.size());
     scheduler::ContentionClasses classes = scheduler::contention_classes(sim.program, input.plan_of_op);
     input.network_of_op = std::move(classes.network_of_op);
     if (!options.exact) {
@@ -92,8 +92,10 @@ Simulation simulate_with(const RunSpec& spec, const parallel::RuntimeSpec& runti
     sim.costs = model.cost_all(sim.program);
     scheduler::NetworkInput network = plan_network(spec, sim, cache, options);
     try {
-        sim.timeline = scheduler::schedule(sim.program, sim.costs, runtime, sim.torus ? &network : nullptr,
-                                           scheduler::ScheduleOptions{.jump_periods = !options.exact});
+        sim.timeline =
+            scheduler::schedule(sim.program, sim.costs, runtime, sim.torus ? &network : nullptr,
+                                scheduler::ScheduleOptions{.jump_periods = !options.exact,
+                                                           .count_link_bytes = options.link_bytes});
     } catch (const core::TimeOverflow& e) {
         core::Diagnostics d;
         d.error({spec.source, 0, 0}, "",

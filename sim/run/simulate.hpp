@@ -46,6 +46,8 @@ struct SimulateOptions {
     // Replay every collective's flows on the flow network, even those that run alone on their links
     // (the oracle the fast paths are tested against; see docs/model.md, "Simulating fast").
     bool exact = false;
+    // Fill timeline.link_bytes (scheduler::ScheduleOptions::count_link_bytes).
+    bool link_bytes = false;
 };
 
 // The same sharing what configs have in common through `cache` (one per thread): sweeps lower each

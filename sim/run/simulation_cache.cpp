@@ -36,11 +36,27 @@ std::shared_ptr<const network::Torus> SimulationCache::torus(const hardware::Top
     if (tori_.size() >= kMaxTori) {
         tori_.clear();
         plans_.clear();  // keyed by torus address
+        bandwidths_.clear();
     }
     auto t = std::make_shared<const network::Torus>(topology, slice, twisted);
     tori_.push_back({topology.ici, topology.chip.devices_per_chip, topology.chip.intra_chip_bandwidth, slice,
                      twisted, t});
     return t;
+}
+
+const std::vector<double>& SimulationCache::link_bandwidth(const std::shared_ptr<const network::Torus>& torus,
+                                                           double link_efficiency) {
+    for (const auto& e : bandwidths_)
+        if (e.torus == torus.get() && e.link_efficiency == link_efficiency) return e.link_bandwidth;
+    bandwidths_.push_back(
+        {torus.get(), link_efficiency, network::effective_link_bandwidth(*torus, link_efficiency)});
+    return bandwidths_.back().link_bandwidth;
+}
+
+network::FlowNetwork::Scratch& SimulationCache::scratch(std::size_t links) {
+    if (!scratch_ || scratch_->capacity.size() < links)
+        scratch_ = std::make_unique<network::FlowNetwork::Scratch>(links);
+    return *scratch_;
 }
 
 std::shared_ptr<const CachedPlan> SimulationCache::plan(const std::shared_ptr<const network::Torus>& torus,
@@ -57,8 +73,8 @@ std::shared_ptr<const CachedPlan> SimulationCache::plan(const std::shared_ptr<co
     if (plans_.size() >= kMaxPlans) plans_.clear();
     auto entry = std::make_shared<CachedPlan>();
     entry->plan = collectives::plan_collective(*torus, kind, bytes, parts, hop_latency, launch_overhead);
-    entry->alone =
-        scheduler::run_alone(entry->plan.phases, network::effective_link_bandwidth(*torus, link_efficiency));
+    const std::vector<double>& bandwidth = link_bandwidth(torus, link_efficiency);
+    entry->alone = scheduler::run_alone(entry->plan.phases, bandwidth, scratch(bandwidth.size()));
     std::shared_ptr<const CachedPlan> shared = std::move(entry);
     plans_.emplace(std::move(key), shared);
     return shared;

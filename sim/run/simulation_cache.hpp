@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstddef>
+#include <deque>
 #include <map>
 #include <memory>
 #include <string>
@@ -10,6 +11,7 @@
 #include "collectives/comm_plan.hpp"
 #include "hardware/slice_shape.hpp"
 #include "hardware/topology_spec.hpp"
+#include "network/flow_network.hpp"
 #include "network/torus.hpp"
 #include "scheduler/transfer_alone.hpp"
 #include "workload/model_spec.hpp"
@@ -35,6 +37,11 @@ class SimulationCache {
                                                      const workload::TrainingSpec& training);
     std::shared_ptr<const network::Torus> torus(const hardware::TopologySpec& topology,
                                                 const hardware::SliceShape& slice, bool twisted);
+    // The torus links' bandwidths at `link_efficiency` (network::effective_link_bandwidth).
+    const std::vector<double>& link_bandwidth(const std::shared_ptr<const network::Torus>& torus,
+                                              double link_efficiency);
+    // Working arrays of the max-min solver for at least `links` links, for one network at a time.
+    network::FlowNetwork::Scratch& scratch(std::size_t links);
     std::shared_ptr<const CachedPlan> plan(const std::shared_ptr<const network::Torus>& torus,
                                            collectives::CollectiveKind kind, double bytes,
                                            const std::vector<network::AxisDimPart>& parts, double hop_latency,
@@ -55,6 +62,13 @@ class SimulationCache {
     std::map<std::string, std::shared_ptr<const workload::OpGraph>> lowered_;
     std::vector<TorusEntry> tori_;
     std::map<PlanKey, std::shared_ptr<const CachedPlan>> plans_;
+    struct BandwidthEntry {
+        const network::Torus* torus = nullptr;
+        double link_efficiency = 0.0;
+        std::vector<double> link_bandwidth;
+    };
+    std::deque<BandwidthEntry> bandwidths_;  // keyed by torus address, as plans_; stable references
+    std::unique_ptr<network::FlowNetwork::Scratch> scratch_;
 };
 
 }  // namespace podsim::run

@@ -25,14 +25,14 @@ constexpr std::size_t kMaxPeriodBlocks = 2;
 class ProgramRun final : public core::EventHandler, public network::TransferListener {
   public:
     ProgramRun(const parallel::DeviceProgram& program, const std::vector<cost::OpCost>& costs,
-               bool synchronous, const NetworkInput* network, bool jump_periods)
-        : program_(program), network_input_(network) {
+               bool synchronous, const NetworkInput* network, const ScheduleOptions& options)
+        : program_(program), network_input_(network), count_link_bytes_(network && options.count_link_bytes) {
         if (network) {
             int count = 1;
             for (int c : network->network_of_op) count = std::max(count, c + 1);
             networks_.resize(static_cast<std::size_t>(count));  // made when first used
-            alone_link_bytes_.assign(network->link_bandwidth.size(), 0.0);
         }
+        if (count_link_bytes_) alone_link_bytes_.assign(network->link_bandwidth.size(), 0.0);
         const std::size_t n = program.ops.size();
         durations_.resize(n);
         for (std::size_t i = 0; i < n; ++i) durations_[i] = core::from_seconds(costs[i].seconds);
@@ -44,7 +44,7 @@ class ProgramRun final : public core::EventHandler, public network::TransferList
         heads_.assign(queues_.size(), 0);
         busy_.assign(queues_.size(), false);
         timeline_.spans.resize(n);
-        if (jump_periods) find_regions();
+        if (options.jump_periods) find_regions();
     }
 
     Timeline run() {
@@ -53,7 +53,7 @@ class ProgramRun final : public core::EventHandler, public network::TransferList
         while (engine_.step()) take_due_snapshot();
         timeline_.step_time = engine_.now();
         timeline_.events = engine_.events_processed() + replayed_events_ + jumped_events_;
-        if (network_input_) {
+        if (count_link_bytes_) {
             timeline_.link_bytes = std::move(alone_link_bytes_);
             for (const auto& net : networks_) {
                 if (!net) continue;
@@ -187,8 +187,9 @@ class ProgramRun final : public core::EventHandler, public network::TransferList
                                          ? network_input_->alone_of_op[op]
                                          : nullptr;
         if (alone != nullptr) {
-            for (const auto& [link, bytes] : alone->link_bytes)
-                alone_link_bytes_[static_cast<std::size_t>(link)] += bytes;
+            if (count_link_bytes_)
+                for (const auto& [link, bytes] : alone->link_bytes)
+                    alone_link_bytes_[static_cast<std::size_t>(link)] += bytes;
             if (alone->events == 0) {  // no phase at all: the flow network completes it at once
                 complete(engine_.now(), op);
                 return;
@@ -202,11 +203,15 @@ class ProgramRun final : public core::EventHandler, public network::TransferList
                                  : static_cast<std::size_t>(network_input_->network_of_op[op]);
             if (!networks_[net]) {
                 // Contention classes never reallocate at the same time: one scratch serves them all.
-                if (!scratch_)
-                    scratch_ = std::make_unique<network::FlowNetwork::Scratch>(
-                        network_input_->link_bandwidth.size());
+                network::FlowNetwork::Scratch* scratch = network_input_->scratch;
+                if (scratch == nullptr) {
+                    if (!scratch_)
+                        scratch_ = std::make_unique<network::FlowNetwork::Scratch>(
+                            network_input_->link_bandwidth.size());
+                    scratch = scratch_.get();
+                }
                 networks_[net] = std::make_unique<network::FlowNetwork>(
-                    engine_, network_input_->link_bandwidth, *scratch_);
+                    engine_, network_input_->link_bandwidth, *scratch, count_link_bytes_);
             }
             networks_[net]->start(network_input_->plan_of_op[op]->phases, *this, op);
         } else {
@@ -396,7 +401,7 @@ class ProgramRun final : public core::EventHandler, public network::TransferList
         slot.events = engine_.events_processed() + replayed_events_;
         slot.started_mark = started_.size();
         slot.ended_mark = ended_.size();
-        if (matched != 0) {  // the boundary a period later gives one period's link bytes
+        if (matched != 0 && count_link_bytes_) {  // a period later: one period's link bytes
             slot.link_bytes.assign(networks_.size(), {});
             for (std::size_t net = 0; net < networks_.size(); ++net)
                 if (networks_[net]) slot.link_bytes[net] = networks_[net]->link_bytes();
@@ -436,13 +441,16 @@ class ProgramRun final : public core::EventHandler, public network::TransferList
         const auto repeats = static_cast<double>(periods);
         for (std::size_t net = 0; net < networks_.size(); ++net) {
             if (!networks_[net]) continue;
-            std::vector<double> per_period = networks_[net]->link_bytes();
-            const auto& before = from.link_bytes[net];
-            for (std::size_t l = 0; l < per_period.size(); ++l)
-                per_period[l] -= l < before.size() ? before[l] : 0.0;
+            std::vector<double> per_period;
+            if (count_link_bytes_) {
+                per_period = networks_[net]->link_bytes();
+                const auto& before = from.link_bytes[net];
+                for (std::size_t l = 0; l < per_period.size(); ++l)
+                    per_period[l] -= l < before.size() ? before[l] : 0.0;
+            }
             networks_[net]->jump(time_shift, tag_shift, per_period, repeats);
         }
-        if (network_input_) {
+        if (count_link_bytes_) {
             for (std::size_t l = 0; l < alone_link_bytes_.size(); ++l)
                 alone_link_bytes_[l] += repeats * (alone_link_bytes_[l] - from.alone_link_bytes[l]);
         }
@@ -452,6 +460,7 @@ class ProgramRun final : public core::EventHandler, public network::TransferList
 
     const parallel::DeviceProgram& program_;
     const NetworkInput* network_input_;
+    bool count_link_bytes_;
     core::Engine engine_;
     std::unique_ptr<network::FlowNetwork::Scratch> scratch_;
     std::vector<std::unique_ptr<network::FlowNetwork>> networks_;  // one per contention class
@@ -560,7 +569,7 @@ Timeline schedule(const parallel::DeviceProgram& program, const std::vector<cost
                           (network && network->plan_of_op[i] != nullptr),
                       "an ICI collective with neither a plan nor a cost");
     }
-    ProgramRun run(program, costs, !runtime.async(), network, options.jump_periods);
+    ProgramRun run(program, costs, !runtime.async(), network, options);
     return run.run();
 }
 

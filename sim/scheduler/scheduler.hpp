@@ -4,6 +4,7 @@
 
 #include "collectives/comm_plan.hpp"
 #include "cost/cost_model.hpp"
+#include "network/flow_network.hpp"
 #include "parallel/device_program.hpp"
 #include "parallel/runtime_spec.hpp"
 #include "scheduler/timeline.hpp"
@@ -31,6 +32,9 @@ struct NetworkInput {
     std::vector<double> link_bandwidth;                    // bytes/s per torus link id
     std::vector<int> network_of_op;                        // contention class per op; empty = one network
     std::vector<const TransferAlone*> alone_of_op;         // empty, or per op: its run alone, or null
+    // The max-min solver's working arrays (at least one entry per link), borrowed; null: the
+    // scheduler makes its own.
+    network::FlowNetwork::Scratch* scratch = nullptr;
 };
 
 // Contention classes of the program's ICI collectives (network_of_op of NetworkInput), and which
@@ -47,6 +51,9 @@ struct ScheduleOptions {
     // Find runs of identical periods (layers) whose state repeats and jump over them instead of
     // simulating each one; the timeline is the same (docs/model.md, "Simulating fast").
     bool jump_periods = false;
+    // Count the bytes each torus link carries (Timeline::link_bytes). No step report shows them
+    // yet; the equivalence test checks that the fast paths count them as the full simulation does.
+    bool count_link_bytes = false;
 };
 
 Timeline schedule(const parallel::DeviceProgram& program, const std::vector<cost::OpCost>& costs,

@@ -14,9 +14,9 @@ struct Done final : network::TransferListener {
 }  // namespace
 
 TransferAlone run_alone(const std::vector<network::FlowPhase>& phases,
-                        const std::vector<double>& link_bandwidth) {
+                        const std::vector<double>& link_bandwidth, network::FlowNetwork::Scratch& scratch) {
     core::Engine engine;
-    network::FlowNetwork net(engine, link_bandwidth);
+    network::FlowNetwork net(engine, link_bandwidth, scratch);
     Done done;
     net.start(phases, done, 0);
     engine.run();

@@ -6,6 +6,7 @@
 
 #include "core/time.hpp"
 #include "network/flow.hpp"
+#include "network/flow_network.hpp"
 
 namespace podsim::scheduler {
 
@@ -18,7 +19,8 @@ struct TransferAlone {
     std::vector<std::pair<int, double>> link_bytes;  // (torus link id, bytes carried)
 };
 
+// `scratch` holds at least one entry per link (FlowNetwork::Scratch).
 TransferAlone run_alone(const std::vector<network::FlowPhase>& phases,
-                        const std::vector<double>& link_bandwidth);
+                        const std::vector<double>& link_bandwidth, network::FlowNetwork::Scratch& scratch);
 
 }  // namespace podsim::scheduler

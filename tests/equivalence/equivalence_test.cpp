@@ -64,11 +64,24 @@ void differences(const nlohmann::json& a, const nlohmann::json& b, const std::st
 }
 
 // Simulates `spec` fast (with a cache shared across calls) and exactly; returns what differs.
-std::vector<std::string> compare_modes(const run::RunSpec& spec, run::SimulationCache& cache) {
-    run::Simulation fast = run::simulate(spec, cache);
-    run::SimulationCache fresh;
-    run::Simulation exact = run::simulate(spec, fresh, run::SimulateOptions{.exact = true});
+// With `uncounted`, also fast without counting link bytes (as `podsim run` does), which must change
+// nothing else.
+std::vector<std::string> compare_modes(const run::RunSpec& spec, run::SimulationCache& cache,
+                                       bool uncounted = false) {
+    run::Simulation fast = run::simulate(spec, cache, run::SimulateOptions{.link_bytes = true});
     std::vector<std::string> out;
+    if (uncounted) {
+        run::Simulation plain = run::simulate(spec, cache);
+        if (!plain.timeline.link_bytes.empty()) out.push_back("link bytes counted although not asked for");
+        if (plain.timeline.step_time != fast.timeline.step_time)
+            out.push_back(fmt::format("counting link bytes moved the step time: {} ps vs {} ps",
+                                      plain.timeline.step_time, fast.timeline.step_time));
+        if (report::format_json(plain.report) != report::format_json(fast.report))
+            out.push_back("counting link bytes changed the report");
+    }
+    run::SimulationCache fresh;
+    run::Simulation exact =
+        run::simulate(spec, fresh, run::SimulateOptions{.exact = true, .link_bytes = true});
     if (fast.timeline.step_time != exact.timeline.step_time)
         out.push_back(
             fmt::format("step time {} ps vs {} ps", fast.timeline.step_time, exact.timeline.step_time));
@@ -114,7 +127,7 @@ TEST_CASE("fast and exact simulation agree on every shipped config") {
             } catch (const core::UserError&) {
                 continue;  // a validation case without a run (a collective or a whole run)
             }
-            auto diff = compare_modes(spec, cache);
+            auto diff = compare_modes(spec, cache, true);
             CHECK_MESSAGE(diff.empty(), fmt::format("{}", fmt::join(diff, "\n")));
             ++checked;
         }
