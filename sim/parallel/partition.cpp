@@ -22,22 +22,6 @@ using workload::Tensor;
 
 enum class Block { forward, backward };
 
-// What a device op's name adds to its graph op's name, or to its parameter group's.
-enum class OpSuffix { none, continuation, all_gather, reduce_scatter, all_reduce, count };
-enum class GroupSuffix { all_gather_fwd, all_gather_bwd, reduce_scatter, all_reduce, all_reduce_dcn, count };
-
-std::string_view text(OpSuffix suffix) {
-    constexpr std::array<std::string_view, static_cast<std::size_t>(OpSuffix::count)> texts = {
-        "", ".cm", ".all-gather", ".reduce-scatter", ".all-reduce"};
-    return texts[static_cast<std::size_t>(suffix)];
-}
-
-std::string_view text(GroupSuffix suffix) {
-    constexpr std::array<std::string_view, static_cast<std::size_t>(GroupSuffix::count)> texts = {
-        ".all-gather.fwd", ".all-gather.bwd", ".reduce-scatter", ".all-reduce", ".all-reduce.dcn"};
-    return texts[static_cast<std::size_t>(suffix)];
-}
-
 Block block_of(Phase phase) {
     return phase == Phase::forward ? Block::forward : Block::backward;
 }
@@ -45,6 +29,13 @@ Block block_of(Phase phase) {
 class Partitioner {
   public:
     explicit Partitioner(const PartitionInput& in) : in_(in), g_(in.graph) {
+        if (in.names != nullptr) {
+            PODSIM_ASSERT(&in.names->graph() == &in.graph, "names of another graph");
+            names_ = in.names;
+        } else {
+            own_names_ = std::make_unique<ProgramNames>(in.graph);
+            names_ = own_names_.get();
+        }
         data_ = in.mesh.size_of("data");
         fsdp_ = in.mesh.ici_size_of("fsdp");
         tensor_ = in.mesh.ici_size_of("tensor");
@@ -57,8 +48,6 @@ class Partitioner {
 
     DeviceProgram run() {
         p_.chips = in_.mesh.ici_size() * in_.mesh.dcn_size();
-        for (auto& names : op_names_) names.resize(g_.size());
-        for (auto& names : group_names_) names.resize(g_.param_groups.size());
         p_.microbatches = in_.training.microbatches;
         make_resources();
         make_state();
@@ -95,7 +84,7 @@ class Partitioner {
             }
             emit(std::move(d));
         }
-        p_.names = std::move(names_);
+        p_.names = names_->store();
         return std::move(p_);
     }
 
@@ -127,30 +116,15 @@ class Partitioner {
         p_.resources.push_back(Resource{"host", ResourceKind::host, -1});
     }
 
-    // The name of graph op `graph_op`'s device op with `suffix`, stored once per program.
-    std::string_view op_name(int graph_op, OpSuffix suffix) {
-        auto& name = op_names_[static_cast<std::size_t>(suffix)][static_cast<std::size_t>(graph_op)];
-        if (name.empty()) name = names_->add(g_.op(graph_op).name + std::string(text(suffix)));
-        return name;
-    }
-
-    std::string_view group_name(int group, GroupSuffix suffix) {
-        auto& name = group_names_[static_cast<std::size_t>(suffix)][static_cast<std::size_t>(group)];
-        if (name.empty()) {
-            name = names_->add(g_.param_groups[static_cast<std::size_t>(group)].name +
-                               std::string(text(suffix)));
-        }
-        return name;
-    }
+    std::string_view op_name(int graph_op, OpSuffix suffix) { return names_->op(graph_op, suffix); }
+    std::string_view group_name(int group, GroupSuffix suffix) { return names_->group(group, suffix); }
 
     // A DMA between HBM and pinned host memory of the output of p_.ops[source]. Few ops are
     // offloaded: their copies' names are looked up by the source's name.
     DeviceOp copy_op(int source, bool to_host) {
         const DeviceOp& src = p_.ops[static_cast<std::size_t>(source)];
         DeviceOp c;
-        auto [it, added] = copy_names_.try_emplace({src.name.data(), to_host});
-        if (added) it->second = names_->add(std::string(src.name) + (to_host ? ".offload" : ".reload"));
-        c.name = it->second;
+        c.name = names_->copy(src.name, to_host);
         c.category = OpCategory::copy;
         c.phase = to_host ? Phase::forward : Phase::backward;
         c.layer = src.layer;
@@ -515,12 +489,8 @@ class Partitioner {
     double param_bytes_ = 4.0;
     double fsdp_bytes_ = 4.0;  // per element of FSDP gathers and gradient reduce-scatters
     std::map<std::string, int> axis_index_;
-    std::shared_ptr<NameStore> names_ = std::make_shared<NameStore>();
-    // Names stored so far, by graph op and suffix, by parameter group and suffix, and of copies by
-    // (source name, to host); empty where not stored yet.
-    std::array<std::vector<std::string_view>, static_cast<std::size_t>(OpSuffix::count)> op_names_;
-    std::array<std::vector<std::string_view>, static_cast<std::size_t>(GroupSuffix::count)> group_names_;
-    std::map<std::pair<const char*, bool>, std::string_view> copy_names_;
+    std::unique_ptr<ProgramNames> own_names_;  // when the input shares none
+    ProgramNames* names_ = nullptr;
     int dcn_axis_ = -1;
     int host_op_ = -1;
     int transfer_resource_ = -1;  // host-transfer resource, when the remat policy offloads

@@ -5,6 +5,7 @@
 #include "network/axis_mapping.hpp"
 #include "network/mesh_spec.hpp"
 #include "parallel/device_program.hpp"
+#include "parallel/program_names.hpp"
 #include "parallel/runtime_spec.hpp"
 #include "workload/model_spec.hpp"
 #include "workload/op_graph.hpp"
@@ -18,6 +19,8 @@ struct PartitionInput {
     const network::MeshSpec& mesh;
     const std::vector<network::AxisMapping>& ici_axes;  // placement of mesh.ici, same order
     const RuntimeSpec& runtime;
+    // Names shared with other programs partitioned from `graph`, or null for names of its own.
+    ProgramNames* names = nullptr;
 };
 
 // SPMD partitioning of one training step over the mesh, as GSPMD / PyTorch/XLA FSDP would:

@@ -86,8 +86,9 @@ Simulation simulate_with(const RunSpec& spec, const parallel::RuntimeSpec& runti
     Simulation sim;
     sim.mapping = std::move(mapping);
     sim.graph = std::move(lowered);
+    std::shared_ptr<parallel::ProgramNames> names = cache.names(sim.graph);
     sim.program = parallel::partition(
-        parallel::PartitionInput{*sim.graph, spec.training, spec.mesh, sim.mapping, runtime});
+        parallel::PartitionInput{*sim.graph, spec.training, spec.mesh, sim.mapping, runtime, names.get()});
     cost::CostModel model(cost::CostContext{spec.topology, runtime, spec.calibration, spec.training.dtype});
     sim.costs = model.cost_all(sim.program);
     scheduler::NetworkInput network = plan_network(spec, sim, cache, options);

@@ -13,6 +13,7 @@
 #include "hardware/topology_spec.hpp"
 #include "network/flow_network.hpp"
 #include "network/torus.hpp"
+#include "parallel/program_names.hpp"
 #include "scheduler/transfer_alone.hpp"
 #include "workload/model_spec.hpp"
 #include "workload/op_graph.hpp"
@@ -35,6 +36,8 @@ class SimulationCache {
   public:
     std::shared_ptr<const workload::OpGraph> lowered(const workload::ModelSpec& model,
                                                      const workload::TrainingSpec& training);
+    // Device op names shared by the programs partitioned from `graph` (one this cache lowered).
+    std::shared_ptr<parallel::ProgramNames> names(const std::shared_ptr<const workload::OpGraph>& graph);
     std::shared_ptr<const network::Torus> torus(const hardware::TopologySpec& topology,
                                                 const hardware::SliceShape& slice, bool twisted);
     // The torus links' bandwidths at `link_efficiency` (network::effective_link_bandwidth).
@@ -59,7 +62,11 @@ class SimulationCache {
     using PlanKey = std::tuple<const network::Torus*, int, double,
                                std::vector<std::tuple<int, int, int, bool>>, double, double, double>;
 
-    std::map<std::string, std::shared_ptr<const workload::OpGraph>> lowered_;
+    struct LoweredEntry {
+        std::shared_ptr<const workload::OpGraph> graph;
+        std::shared_ptr<parallel::ProgramNames> names;  // made when first asked for
+    };
+    std::map<std::string, LoweredEntry> lowered_;
     std::vector<TorusEntry> tori_;
     std::map<PlanKey, std::shared_ptr<const CachedPlan>> plans_;
     struct BandwidthEntry {

@@ -211,11 +211,15 @@ SweepSummary run_sweep(const config::SweepPlan& plan, const SweepOptions& option
             ranking.add(row);
             if (jsonl.is_open()) {
                 jsonl << json_lines.row(row);
-                jsonl.flush();
                 csv << csv_row(row);
-                csv.flush();
             }
             if (options.on_row) options.on_row(row);
+        }
+        // Once per batch of rows: a kill loses at most the rows not yet flushed (and a half line,
+        // which resuming drops), and they are simulated again.
+        if (jsonl.is_open() && !ready.empty()) {
+            jsonl.flush();
+            csv.flush();
         }
         double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
         progress.update(written, seconds);

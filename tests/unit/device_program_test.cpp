@@ -56,3 +56,34 @@ training: {global_batch: 16, seq_len: 128, microbatches: 4}
     // Every microbatch repeats the same names: each is stored once, not once per microbatch.
     CHECK(program->names->size() < program->ops.size() / 2);
 }
+
+TEST_CASE("Programs partitioned from one lowered step share its names through the cache") {
+    // Two meshes over one lowered step (same model and training): the second partition finds every
+    // name the first stored, and a program outlives the cache that named it.
+    const char* base = R"(
+schema: podsim.run/v1
+model: gpt2-small
+topology: tpu-v4
+slice: 2x2x1
+training: {global_batch: 16, seq_len: 128, microbatches: 2}
+)";
+    std::optional<parallel::DeviceProgram> first;
+    std::size_t stored_after_first = 0;
+    {
+        run::SimulationCache cache;
+        first = run::simulate(test::run_from_text(std::string(base) + "mesh: {fsdp: 4}\n"), cache).program;
+        stored_after_first = first->names->size();
+        auto second =
+            run::simulate(test::run_from_text(std::string(base) + "mesh: {data: 2, fsdp: 2}\n"), cache);
+        CHECK(second.program.names == first->names);
+        // The data axis adds one gradient all-reduce name per parameter group, and nothing else.
+        std::size_t all_reduces = 0;
+        for (const auto& op : second.program.ops)
+            all_reduces += op.category == parallel::OpCategory::all_reduce ? 1 : 0;
+        CHECK(all_reduces > 0);
+        CHECK(first->names->size() == stored_after_first + all_reduces);
+    }
+    bool gather = false;
+    for (const auto& op : first->ops) gather = gather || op.name == "layer0.all-gather.fwd";
+    CHECK(gather);
+}
