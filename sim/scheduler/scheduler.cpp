@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdint>
 #include <memory>
 #include <numeric>
 
@@ -124,11 +125,14 @@ class ProgramRun final : public core::EventHandler, public network::TransferList
         // waits for d: that op finishes before the target reaches the head of the queue (a backward
         // op's dependency on a forward output that the next forward op consumed first).
         const std::size_t resources = program_.resources.size();
-        std::vector<std::size_t> first_successor_on(n * resources, n);  // (op, resource) -> op
+        // (op, resource) -> op; 32 bits (an op index fits, as in the successor lists) halve the table
+        // every config fills and reads.
+        PODSIM_ASSERT(n < UINT32_MAX, "too many ops");
+        std::vector<std::uint32_t> first_successor_on(n * resources, static_cast<std::uint32_t>(n));
         auto note = [&](int from, std::size_t to) {
             if (!on_other_resource(from, to)) return;
             auto& first = first_successor_on[static_cast<std::size_t>(from) * resources + resource_of(to)];
-            first = std::min(first, to);
+            first = std::min(first, static_cast<std::uint32_t>(to));
         };
         for (std::size_t i = 0; i < n; ++i)
             for (int d : program_.ops[i].deps) note(d, i);

@@ -116,3 +116,35 @@ TEST_CASE("remat offload moves saved activations to host memory over the chip's 
     CHECK(offloaded.memory.peak_bytes < saved.memory.peak_bytes);
     CHECK(offloaded.report.step_time_s >= saved.report.step_time_s);
 }
+
+TEST_CASE("the memory profile frees before it allocates at the same instant, at any time scale") {
+    // Three temporaries one after another, each freed when its consumer (the next op) ends:
+    // op 0 holds 100 bytes over [0, 4096) and until op 1 ends at 2^23 ps, op 1 holds 50, op 2 (70)
+    // starts at 2^23 + 0. At 2^23 op 0's 100 bytes go before op 2's 70 arrive, so the peak is
+    // 100 + 50 = 150 bytes at 4096 ps, not 50 + 100 + 70 = 220 at 2^23. The times span three
+    // 11-bit digits of the profile's radix sort.
+    parallel::DeviceProgram program;
+    program.resources.push_back({"compute", parallel::ResourceKind::compute, -1});
+    scheduler::Timeline timeline;
+    const double output_bytes[] = {100.0, 50.0, 70.0};
+    const core::Time bounds[] = {0, 4096, core::Time{1} << 23, (core::Time{1} << 23) + 1};
+    for (int i = 0; i < 3; ++i) {
+        parallel::DeviceOp op;
+        op.category = parallel::OpCategory::fusion;
+        op.output_bytes = output_bytes[i];
+        program.ops.push_back(op);
+        timeline.spans.push_back({i, 0, bounds[i], bounds[i + 1]});
+    }
+    timeline.step_time = bounds[3];
+    auto profile = memory::profile_memory(program, timeline, 1e9);
+    CHECK(profile.peak_bytes == 150.0);
+    CHECK(profile.peak_time == 4096);
+    // Live bytes after each instant: 100, 150, 120 (the free, then the allocation), 0. Changes at
+    // one instant make one sample.
+    REQUIRE(profile.samples.size() == 4);
+    CHECK(profile.samples[0].live_bytes == 100.0);
+    CHECK(profile.samples[1].live_bytes == 150.0);
+    CHECK(profile.samples[2].time == core::Time{1} << 23);
+    CHECK(profile.samples[2].live_bytes == 120.0);
+    CHECK(profile.samples[3].live_bytes == 0.0);
+}
