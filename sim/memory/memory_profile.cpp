@@ -1,11 +1,6 @@
 #include "memory/memory_profile.hpp"
 
 #include <algorithm>
-#include <array>
-#include <cstdint>
-#include <utility>
-
-#include "core/assert.hpp"
 
 namespace podsim::memory {
 namespace {
@@ -17,45 +12,6 @@ struct Change {
     double delta;
     int holder;
 };
-
-// Sorts by time, then by delta (frees before allocations at the same instant), keeping the order of
-// equal changes: the order std::stable_sort gives, in a few linear passes instead of n log n
-// comparisons. A stable radix sort on the time (digits that every change shares are skipped), then
-// each run of equal times sorted by delta.
-void sort_changes(std::vector<Change>& changes, std::vector<Change>& buffer) {
-    constexpr int kDigitBits = 11;
-    constexpr std::size_t kBuckets = std::size_t{1} << kDigitBits;
-    std::uint64_t lowest = UINT64_MAX, highest = 0;
-    for (const auto& c : changes) {
-        PODSIM_ASSERT(c.time >= 0, "a memory change before the step starts");
-        lowest = std::min(lowest, static_cast<std::uint64_t>(c.time));
-        highest = std::max(highest, static_cast<std::uint64_t>(c.time));
-    }
-    buffer.resize(changes.size());
-    std::array<std::size_t, kBuckets> start{};
-    for (int shift = 0; shift < 64 && changes.size() > 1; shift += kDigitBits) {
-        if ((lowest >> shift) == (highest >> shift)) break;  // every higher digit is shared
-        start.fill(0);
-        auto digit = [&](const Change& c) {
-            return (static_cast<std::uint64_t>(c.time) >> shift) & (kBuckets - 1);
-        };
-        for (const auto& c : changes) ++start[digit(c)];
-        std::size_t total = 0;
-        for (auto& s : start) total += std::exchange(s, total);
-        for (const auto& c : changes) buffer[start[digit(c)]++] = c;
-        changes.swap(buffer);
-    }
-    for (std::size_t i = 0; i < changes.size();) {
-        std::size_t j = i + 1;
-        while (j < changes.size() && changes[j].time == changes[i].time) ++j;
-        if (j - i > 1) {
-            std::stable_sort(changes.begin() + static_cast<std::ptrdiff_t>(i),
-                             changes.begin() + static_cast<std::ptrdiff_t>(j),
-                             [](const Change& a, const Change& b) { return a.delta < b.delta; });
-        }
-        i = j;
-    }
-}
 
 bool is_compute(const parallel::DeviceOp& op) {
     return op.category == parallel::OpCategory::matmul || op.category == parallel::OpCategory::fusion;
@@ -168,8 +124,10 @@ MemoryProfile profile_memory(const parallel::DeviceProgram& program, const sched
     }
     if (previous >= 0) free_temporary(previous, spans[static_cast<std::size_t>(previous)].end);
 
-    std::vector<Change> buffer;
-    sort_changes(changes, buffer);
+    std::stable_sort(changes.begin(), changes.end(), [](const Change& a, const Change& b) {
+        if (a.time != b.time) return a.time < b.time;
+        return a.delta < b.delta;  // frees before allocations at the same instant
+    });
 
     MemoryProfile profile;
     profile.capacity_bytes = capacity_bytes;

@@ -117,12 +117,11 @@ TEST_CASE("remat offload moves saved activations to host memory over the chip's 
     CHECK(offloaded.report.step_time_s >= saved.report.step_time_s);
 }
 
-TEST_CASE("the memory profile frees before it allocates at the same instant, at any time scale") {
+TEST_CASE("the memory profile frees before it allocates at the same instant") {
     // Three temporaries one after another, each freed when its consumer (the next op) ends:
     // op 0 holds 100 bytes over [0, 4096) and until op 1 ends at 2^23 ps, op 1 holds 50, op 2 (70)
     // starts at 2^23 + 0. At 2^23 op 0's 100 bytes go before op 2's 70 arrive, so the peak is
-    // 100 + 50 = 150 bytes at 4096 ps, not 50 + 100 + 70 = 220 at 2^23. The times span three
-    // 11-bit digits of the profile's radix sort.
+    // 100 + 50 = 150 bytes at 4096 ps, not 50 + 100 + 70 = 220 at 2^23.
     parallel::DeviceProgram program;
     program.resources.push_back({"compute", parallel::ResourceKind::compute, -1});
     scheduler::Timeline timeline;
