@@ -10,7 +10,11 @@
 namespace podsim::workload {
 
 struct OpGraph::Graph {
-    boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS> g;
+    // The graph-wide edge list in a vector, not Boost's default list: ops and edges are only ever
+    // added, and a list node per edge was one allocation per edge of every lowered step.
+    boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS, boost::no_property,
+                          boost::no_property, boost::no_property, boost::vecS>
+        g;
 };
 
 struct OpGraph::Derived {
