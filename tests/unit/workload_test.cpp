@@ -1,6 +1,7 @@
 #include <doctest/doctest.h>
 
 #include "config/load.hpp"
+#include "core/assert.hpp"
 #include "support.hpp"
 #include "workload/lower.hpp"
 
@@ -120,4 +121,25 @@ TEST_CASE("optimizer state: Adam two moments, Adafactor factored") {
     CHECK(workload::optimizer_state_bytes(g, workload::Optimizer::adafactor, core::DType::fp32) ==
           (1500.0 + 500) * 4);
     CHECK(workload::optimizer_state_bytes(g, workload::Optimizer::sgd, core::DType::fp32) == 500500.0 * 4);
+}
+
+TEST_CASE("an op graph orders ops after their inputs, ties by insertion, and refuses a cycle") {
+    workload::OpGraph graph;
+    for (int i = 0; i < 4; ++i) graph.add_op(workload::Op{});
+    graph.add_edge(2, 1);
+    graph.add_edge(0, 3);
+    graph.add_edge(2, 1);  // a repeated edge is one edge
+    CHECK(graph.edge_count() == 2);
+    // 0 and 2 are ready at the start and the smallest ready index runs first: 0 (which makes 3
+    // ready), then 2 (which makes 1 ready), then 1 before 3.
+    CHECK(graph.topological_order() == std::vector<int>{0, 2, 1, 3});
+    CHECK(graph.predecessors_view(1).size() == 1);
+    CHECK(graph.predecessors_view(1)[0] == 2);
+
+    workload::OpGraph cyclic;
+    for (int i = 0; i < 3; ++i) cyclic.add_op(workload::Op{});
+    cyclic.add_edge(0, 1);
+    cyclic.add_edge(1, 2);
+    cyclic.add_edge(2, 1);
+    CHECK_THROWS_AS(cyclic.topological_order(), core::InternalError);
 }
