@@ -56,8 +56,8 @@ scheduler::NetworkInput plan_network(const RunSpec& spec, Simulation& sim, Simul
         if (sim.plan_of_op[i] >= 0)
             input.plan_of_op[i] = &sim.plans[static_cast<std::size_t>(sim.plan_of_op[i])]->plan;
     }
-    input.link_bandwidth = cache.link_bandwidth(sim.torus, spec.calibration.ici_link_efficiency);
-    input.scratch = &cache.scratch(input.link_bandwidth.size());
+    input.link_bandwidth = &cache.link_bandwidth(sim.torus, spec.calibration.ici_link_efficiency);
+    input.scratch = &cache.scratch(input.link_bandwidth->size());
     scheduler::ContentionClasses classes = scheduler::contention_classes(sim.program, input.plan_of_op);
     input.network_of_op = std::move(classes.network_of_op);
     if (!options.exact) {
@@ -80,15 +80,13 @@ Simulation simulate(const RunSpec& spec) {
 namespace {
 
 Simulation simulate_with(const RunSpec& spec, const parallel::RuntimeSpec& runtime,
-                         std::shared_ptr<const workload::OpGraph> lowered,
-                         std::vector<network::AxisMapping> mapping, SimulationCache& cache,
-                         const SimulateOptions& options) {
+                         const LoweredStep& lowered, std::vector<network::AxisMapping> mapping,
+                         SimulationCache& cache, const SimulateOptions& options) {
     Simulation sim;
     sim.mapping = std::move(mapping);
-    sim.graph = std::move(lowered);
-    std::shared_ptr<parallel::ProgramNames> names = cache.names(sim.graph);
-    sim.program = parallel::partition(
-        parallel::PartitionInput{*sim.graph, spec.training, spec.mesh, sim.mapping, runtime, names.get()});
+    sim.graph = lowered.graph;
+    sim.program = parallel::partition(parallel::PartitionInput{*sim.graph, spec.training, spec.mesh,
+                                                               sim.mapping, runtime, lowered.names.get()});
     cost::CostModel model(cost::CostContext{spec.topology, runtime, spec.calibration, spec.training.dtype});
     sim.costs = model.cost_all(sim.program);
     scheduler::NetworkInput network = plan_network(spec, sim, cache, options);
@@ -132,7 +130,7 @@ Simulation simulate_with(const RunSpec& spec, const parallel::RuntimeSpec& runti
 }  // namespace
 
 Simulation simulate(const RunSpec& spec, SimulationCache& cache, SimulateOptions options) {
-    std::shared_ptr<const workload::OpGraph> lowered = cache.lowered(spec.model, spec.training);
+    LoweredStep lowered = cache.lowered(spec.model, spec.training);
     auto mapping = network::map_mesh_axes(spec.topology, spec.slice, spec.mesh);
     if (auto* error = std::get_if<std::string>(&mapping)) {
         core::Diagnostics d;

@@ -13,26 +13,17 @@ constexpr std::size_t kMaxPlans = 4096;
 
 }  // namespace
 
-std::shared_ptr<const workload::OpGraph> SimulationCache::lowered(const workload::ModelSpec& model,
-                                                                  const workload::TrainingSpec& training) {
+LoweredStep SimulationCache::lowered(const workload::ModelSpec& model,
+                                     const workload::TrainingSpec& training) {
     std::string key = workload::lowering_key(model, training);
     auto it = lowered_.find(key);
-    if (it != lowered_.end()) return it->second.graph;
+    if (it != lowered_.end()) return it->second;
     if (lowered_.size() >= kMaxLowered) lowered_.clear();
-    auto graph = std::make_shared<const workload::OpGraph>(workload::lower_training_step(model, training));
-    lowered_.emplace(std::move(key), LoweredEntry{graph, nullptr});
-    return graph;
-}
-
-std::shared_ptr<parallel::ProgramNames> SimulationCache::names(
-    const std::shared_ptr<const workload::OpGraph>& graph) {
-    // The entry holds the graph, so no other graph can have its address while the entry lives.
-    for (auto& [key, entry] : lowered_) {
-        if (entry.graph != graph) continue;
-        if (!entry.names) entry.names = std::make_shared<parallel::ProgramNames>(*graph);
-        return entry.names;
-    }
-    return std::make_shared<parallel::ProgramNames>(*graph);
+    LoweredStep step;
+    step.graph = std::make_shared<const workload::OpGraph>(workload::lower_training_step(model, training));
+    step.names = std::make_shared<parallel::ProgramNames>(*step.graph);
+    lowered_.emplace(std::move(key), step);
+    return step;
 }
 
 std::shared_ptr<const network::Torus> SimulationCache::torus(const hardware::TopologySpec& topology,

@@ -27,6 +27,12 @@ struct CachedPlan {
     scheduler::TransferAlone alone;
 };
 
+// A lowered step, with the device op names of every program partitioned from it.
+struct LoweredStep {
+    std::shared_ptr<const workload::OpGraph> graph;
+    std::shared_ptr<parallel::ProgramNames> names;
+};
+
 // What configs of a sweep share: lowered steps per (model, training), tori per (ICI, slice), and
 // collective plans with their runs alone per (torus, kind, bytes, placement, latency, bandwidth).
 // Entries are pure functions of their keys, so results never depend on what the cache holds, on the
@@ -34,10 +40,7 @@ struct CachedPlan {
 // memory stays flat however many configs go through it.
 class SimulationCache {
   public:
-    std::shared_ptr<const workload::OpGraph> lowered(const workload::ModelSpec& model,
-                                                     const workload::TrainingSpec& training);
-    // Device op names shared by the programs partitioned from `graph` (one this cache lowered).
-    std::shared_ptr<parallel::ProgramNames> names(const std::shared_ptr<const workload::OpGraph>& graph);
+    LoweredStep lowered(const workload::ModelSpec& model, const workload::TrainingSpec& training);
     std::shared_ptr<const network::Torus> torus(const hardware::TopologySpec& topology,
                                                 const hardware::SliceShape& slice, bool twisted);
     // The torus links' bandwidths at `link_efficiency` (network::effective_link_bandwidth).
@@ -62,11 +65,7 @@ class SimulationCache {
     using PlanKey = std::tuple<const network::Torus*, int, double,
                                std::vector<std::tuple<int, int, int, bool>>, double, double, double>;
 
-    struct LoweredEntry {
-        std::shared_ptr<const workload::OpGraph> graph;
-        std::shared_ptr<parallel::ProgramNames> names;  // made when first asked for
-    };
-    std::map<std::string, LoweredEntry> lowered_;
+    std::map<std::string, LoweredStep> lowered_;
     std::vector<TorusEntry> tori_;
     std::map<PlanKey, std::shared_ptr<const CachedPlan>> plans_;
     struct BandwidthEntry {

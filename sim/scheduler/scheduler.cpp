@@ -33,7 +33,7 @@ class ProgramRun final : public core::EventHandler, public network::TransferList
             for (int c : network->network_of_op) count = std::max(count, c + 1);
             networks_.resize(static_cast<std::size_t>(count));  // made when first used
         }
-        if (count_link_bytes_) alone_link_bytes_.assign(network->link_bandwidth.size(), 0.0);
+        if (count_link_bytes_) alone_link_bytes_.assign(network->link_bandwidth->size(), 0.0);
         const std::size_t n = program.ops.size();
         durations_.resize(n);
         for (std::size_t i = 0; i < n; ++i) durations_[i] = core::from_seconds(costs[i].seconds);
@@ -206,16 +206,8 @@ class ProgramRun final : public core::EventHandler, public network::TransferList
                                  ? std::size_t{0}
                                  : static_cast<std::size_t>(network_input_->network_of_op[op]);
             if (!networks_[net]) {
-                // Contention classes never reallocate at the same time: one scratch serves them all.
-                network::FlowNetwork::Scratch* scratch = network_input_->scratch;
-                if (scratch == nullptr) {
-                    if (!scratch_)
-                        scratch_ = std::make_unique<network::FlowNetwork::Scratch>(
-                            network_input_->link_bandwidth.size());
-                    scratch = scratch_.get();
-                }
                 networks_[net] = std::make_unique<network::FlowNetwork>(
-                    engine_, network_input_->link_bandwidth, *scratch, count_link_bytes_);
+                    engine_, *network_input_->link_bandwidth, *network_input_->scratch, count_link_bytes_);
             }
             networks_[net]->start(network_input_->plan_of_op[op]->phases, *this, op);
         } else {
@@ -466,7 +458,6 @@ class ProgramRun final : public core::EventHandler, public network::TransferList
     const NetworkInput* network_input_;
     bool count_link_bytes_;
     core::Engine engine_;
-    std::unique_ptr<network::FlowNetwork::Scratch> scratch_;
     std::vector<std::unique_ptr<network::FlowNetwork>> networks_;  // one per contention class
     std::vector<double> alone_link_bytes_;  // bytes of the transfers taken from their run alone
     std::uint64_t replayed_events_ = 0;
@@ -567,6 +558,9 @@ Timeline schedule(const parallel::DeviceProgram& program, const std::vector<cost
                   ScheduleOptions options) {
     PODSIM_ASSERT(costs.size() == program.ops.size(), "one cost per op");
     PODSIM_ASSERT(!network || network->plan_of_op.size() == program.ops.size(), "one plan slot per op");
+    PODSIM_ASSERT(!network || (network->link_bandwidth && network->scratch &&
+                               network->scratch->capacity.size() >= network->link_bandwidth->size()),
+                  "a network without link bandwidths or a large enough solver scratch");
     for (std::size_t i = 0; i < program.ops.size(); ++i) {
         const auto& resource = program.resources[static_cast<std::size_t>(program.ops[i].resource)];
         PODSIM_ASSERT(resource.kind != parallel::ResourceKind::ici || costs[i].seconds > 0.0 ||

@@ -29,11 +29,11 @@ namespace podsim::scheduler {
 // `alone_of_op` set the scheduler takes its duration from that run instead of replaying its flows.
 struct NetworkInput {
     std::vector<const collectives::CommPlan*> plan_of_op;  // indexed like program.ops; null = fixed cost
-    std::vector<double> link_bandwidth;                    // bytes/s per torus link id
+    const std::vector<double>* link_bandwidth = nullptr;   // bytes/s per torus link id, borrowed
     std::vector<int> network_of_op;                        // contention class per op; empty = one network
     std::vector<const TransferAlone*> alone_of_op;         // empty, or per op: its run alone, or null
-    // The max-min solver's working arrays (at least one entry per link), borrowed; null: the
-    // scheduler makes its own.
+    // The max-min solver's working arrays (at least one entry per link), borrowed: the contention
+    // classes' networks never reallocate at the same time, so one serves them all.
     network::FlowNetwork::Scratch* scratch = nullptr;
 };
 
