@@ -20,6 +20,61 @@ constexpr double kBytesEpsilon = 1e-3;
 FlowNetwork::Scratch::Scratch(std::size_t links)
     : capacity(links), unfixed_on_link(links, 0), first_flow(links), next_flow(links) {}
 
+void FlowNetwork::Scratch::RateMemo::clear() {
+    entries.clear();
+    std::fill(slots.begin(), slots.end(), 0u);
+}
+
+namespace {
+
+// A step meets a few hundred sets of flows at most; past this many, new sets are solved each time.
+constexpr std::size_t kMaxMemoEntries = 4096;
+
+std::uint64_t flows_hash(const std::vector<const Flow*>& flows, const std::vector<double>* bandwidth) {
+    std::uint64_t h = 14695981039346656037ull;  // FNV-1a over the addresses
+    auto mix = [&h](std::uintptr_t v) {
+        h ^= static_cast<std::uint64_t>(v);
+        h *= 1099511628211ull;
+    };
+    mix(reinterpret_cast<std::uintptr_t>(bandwidth));
+    for (const Flow* f : flows) mix(reinterpret_cast<std::uintptr_t>(f));
+    return h ^ (h >> 29);
+}
+
+const std::vector<double>* memo_find(const FlowNetwork::Scratch::RateMemo& memo, std::uint64_t hash,
+                                     const std::vector<double>* bandwidth,
+                                     const std::vector<const Flow*>& flows) {
+    if (memo.slots.empty()) return nullptr;
+    const std::size_t mask = memo.slots.size() - 1;
+    for (std::size_t s = hash & mask; memo.slots[s] != 0; s = (s + 1) & mask) {
+        const auto& e = memo.entries[memo.slots[s] - 1];
+        if (e.hash == hash && e.bandwidth == bandwidth && e.flows == flows) return &e.rates;
+    }
+    return nullptr;
+}
+
+void memo_insert(FlowNetwork::Scratch::RateMemo& memo, std::uint64_t hash,
+                 const std::vector<double>* bandwidth, const std::vector<const Flow*>& flows,
+                 std::vector<double> rates) {
+    if (memo.entries.size() >= kMaxMemoEntries) return;
+    if (2 * (memo.entries.size() + 1) > memo.slots.size()) {  // keep the table at most half full
+        memo.slots.assign(std::max<std::size_t>(64, 2 * memo.slots.size()), 0u);
+        const std::size_t mask = memo.slots.size() - 1;
+        for (std::size_t i = 0; i < memo.entries.size(); ++i) {
+            std::size_t s = memo.entries[i].hash & mask;
+            while (memo.slots[s] != 0) s = (s + 1) & mask;
+            memo.slots[s] = static_cast<std::uint32_t>(i + 1);
+        }
+    }
+    const std::size_t mask = memo.slots.size() - 1;
+    std::size_t s = hash & mask;
+    while (memo.slots[s] != 0) s = (s + 1) & mask;
+    memo.entries.push_back({hash, bandwidth, flows, std::move(rates)});
+    memo.slots[s] = static_cast<std::uint32_t>(memo.entries.size());
+}
+
+}  // namespace
+
 FlowNetwork::FlowNetwork(core::Engine& engine, std::vector<double> link_bandwidth)
     : engine_(engine),
       owned_bandwidth_(std::move(link_bandwidth)),
@@ -30,7 +85,10 @@ FlowNetwork::FlowNetwork(core::Engine& engine, std::vector<double> link_bandwidt
 
 FlowNetwork::FlowNetwork(core::Engine& engine, const std::vector<double>& link_bandwidth, Scratch& scratch,
                          bool count_link_bytes)
-    : engine_(engine), bandwidth_(&link_bandwidth), scratch_(&scratch), count_link_bytes_(count_link_bytes) {}
+    : engine_(engine), bandwidth_(&link_bandwidth), scratch_(&scratch), count_link_bytes_(count_link_bytes) {
+    // Rates solved for networks before this one may name flows of plans that are gone.
+    scratch_->rates.clear();
+}
 
 void FlowNetwork::start(const std::vector<FlowPhase>& phases, TransferListener& listener, std::uint64_t tag) {
     int slot;
@@ -95,6 +153,27 @@ void FlowNetwork::advance_to(core::Time now) {
 }
 
 void FlowNetwork::reallocate() {
+    // The same flows in the same order on the same links always get the same rates.
+    auto& memo = scratch_->rates;
+    auto& key = scratch_->memo_key;
+    key.clear();
+    for (const auto& f : active_) key.push_back(f.flow);
+    const std::uint64_t hash = flows_hash(key, bandwidth_);
+    if (const std::vector<double>* rates = memo_find(memo, hash, bandwidth_, key)) {
+        for (std::size_t i = 0; i < active_.size(); ++i) active_[i].rate = (*rates)[i];
+    } else {
+        solve_rates();
+        std::vector<double> rates_solved(active_.size());
+        for (std::size_t i = 0; i < active_.size(); ++i) rates_solved[i] = active_[i].rate;
+        memo_insert(memo, hash, bandwidth_, key, std::move(rates_solved));
+    }
+    double soonest = std::numeric_limits<double>::infinity();
+    for (const auto& f : active_) soonest = std::min(soonest, f.remaining / f.rate);
+    ++generation_;
+    engine_.schedule_after(core::from_seconds(soonest), *this, generation_);
+}
+
+void FlowNetwork::solve_rates() {
     // Progressive filling: repeatedly find the link with the smallest fair share among the flows
     // not yet fixed, and fix those flows at that share.
     // unfixed_on_link_ is all zeros between calls: only the links of active flows are touched.
@@ -162,11 +241,6 @@ void FlowNetwork::reallocate() {
         }
     }
     // Every flow is fixed, so every count is back to zero (the invariant the next call relies on).
-    // Next arrival.
-    double soonest = std::numeric_limits<double>::infinity();
-    for (const auto& f : active_) soonest = std::min(soonest, f.remaining / f.rate);
-    ++generation_;
-    engine_.schedule_after(core::from_seconds(soonest), *this, generation_);
 }
 
 void FlowNetwork::on_event(core::Time now, std::uint64_t tag) {

@@ -31,6 +31,23 @@ class FlowNetwork final : public core::EventHandler {
         std::vector<int> touched;
         std::vector<std::size_t> first_flow, next_flow;  // per link: its range in flows_by_link
         std::vector<std::size_t> flows_by_link;          // indices into active_
+        // The rates of each set of active flows solved since the last network was built on this
+        // scratch: a step's networks meet the same few sets of flows over and over (150 distinct of
+        // 7,638 reallocations on a 16x16x16 175B step), and the rates depend on nothing else. Keyed
+        // by flow addresses, which stay valid while the networks built since the last clear run.
+        struct RateMemo {
+            struct Entry {
+                std::uint64_t hash = 0;
+                const std::vector<double>* bandwidth = nullptr;
+                std::vector<const Flow*> flows;  // in active order
+                std::vector<double> rates;       // bytes/s, per flow
+            };
+            std::vector<Entry> entries;
+            std::vector<std::uint32_t> slots;  // open addressing: entry index + 1, 0 when empty
+            void clear();
+        };
+        RateMemo rates;
+        std::vector<const Flow*> memo_key;  // the active flows of the reallocation being looked up
         explicit Scratch(std::size_t links);
     };
 
@@ -106,6 +123,7 @@ class FlowNetwork final : public core::EventHandler {
     void finish_phase(int transfer);
     void advance_to(core::Time now);
     void reallocate();
+    void solve_rates();  // max-min rates of active_, into each flow's rate
 
     core::Engine& engine_;
     std::vector<double> owned_bandwidth_;

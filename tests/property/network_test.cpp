@@ -2,6 +2,8 @@
 
 #include "collectives/closed_form.hpp"
 #include "config/load.hpp"
+#include "core/engine.hpp"
+#include "network/flow_network.hpp"
 #include "run/collective_run.hpp"
 #include "support.hpp"
 
@@ -116,6 +118,70 @@ TEST_CASE("contention: shared links slow collectives down, disjoint links do not
     CHECK(same[1] > 1.9 * alone);
     auto disjoint = run::run_concurrently(torus, {plan(fsdp), plan(tensor)}, 1.0);
     CHECK(disjoint[0] == doctest::Approx(alone));
+}
+
+TEST_CASE("max-min rates reused for flows seen before are the rates the solver gives") {
+    // Two all-gathers contending on 4x4x4 (fsdp on y, z), the second starting while the first runs;
+    // then the same pair again once the network is idle. The second pair meets only sets of flows
+    // the first already solved, so its rates all come from the scratch's memo, and its durations
+    // must be the first pair's to the picosecond (an idle network evolves the same wherever it starts).
+    auto topology = config::load_topology_file(test::source_path("topologies/tpu-v4.yaml"));
+    auto slice = *hardware::parse_slice_shape("4x4x4");
+    network::Torus torus(topology, slice);
+    network::MeshSpec mesh;
+    mesh.ici = {{"fsdp", 16}, {"tensor", 4}};
+    auto mapping = std::get<std::vector<network::AxisMapping>>(network::map_mesh_axes(topology, slice, mesh));
+    auto first =
+        collectives::plan_collective(torus, CollectiveKind::all_gather, 256e6, mapping[0].parts, 1e-6, 0.0);
+    auto second = collectives::plan_collective(torus, CollectiveKind::reduce_scatter, 64e6, mapping[0].parts,
+                                               1e-6, 0.0);
+    const auto bandwidth = network::effective_link_bandwidth(torus, 1.0);
+    network::FlowNetwork::Scratch scratch(bandwidth.size());
+
+    struct Done final : network::TransferListener {
+        std::vector<core::Time> at = std::vector<core::Time>(4, -1);
+        void on_transfer_done(core::Time now, std::uint64_t tag) override { at[tag] = now; }
+    };
+    struct Starter final : core::EventHandler {
+        network::FlowNetwork* network = nullptr;
+        const collectives::CommPlan* plans[2] = {nullptr, nullptr};
+        Done* done = nullptr;
+        void on_event(core::Time, std::uint64_t tag) override {
+            network->start(plans[tag % 2]->phases, *done, tag);
+        }
+    };
+    const core::Time offset = 37'000'000;        // 37 us into the first all-gather
+    const core::Time again = 1'000'000'000'000;  // 1 s: long after both finished
+    core::Engine engine;
+    network::FlowNetwork network(engine, bandwidth, scratch, false);
+    CHECK(scratch.rates.entries.empty());
+    Done done;
+    Starter starter;
+    starter.network = &network;
+    starter.plans[0] = &first;
+    starter.plans[1] = &second;
+    starter.done = &done;
+    engine.schedule_at(0, starter, 0);
+    engine.schedule_at(offset, starter, 1);
+    engine.schedule_at(again, starter, 2);
+    engine.schedule_at(again + offset, starter, 3);
+    std::size_t solved_by_first_pair = 0;
+    while (engine.step()) {
+        if (engine.now() < again) solved_by_first_pair = scratch.rates.entries.size();
+    }
+    REQUIRE(done.at[1] < again);
+    CHECK(solved_by_first_pair > 2);  // contention: sets of flows of both transfers were solved
+    CHECK(scratch.rates.entries.size() == solved_by_first_pair);
+    CHECK(done.at[2] - again == done.at[0]);
+    CHECK(done.at[3] - again == done.at[1]);
+    // Contention made the first all-gather slower than alone.
+    CHECK(core::to_seconds(done.at[0]) > run::run_concurrently(torus, {first}, 1.0)[0]);
+
+    // A network built later on the same scratch starts from an empty memo: the flows it remembers
+    // may belong to plans that are gone.
+    core::Engine other_engine;
+    network::FlowNetwork other(other_engine, bandwidth, scratch, false);
+    CHECK(scratch.rates.entries.empty());
 }
 
 TEST_CASE("split dimensions: two axes on one torus dimension share its links") {
