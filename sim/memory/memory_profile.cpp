@@ -1,6 +1,7 @@
 #include "memory/memory_profile.hpp"
 
 #include <algorithm>
+#include <cstdint>
 
 namespace podsim::memory {
 namespace {
@@ -10,7 +11,26 @@ enum Holder { kActivations, kGathered, kCollective, kTemporaries, kHolders };
 struct Change {
     core::Time time;
     double delta;
+    std::uint32_t seq;  // order of creation: the last tie-break
     int holder;
+};
+
+// Frees before allocations at the same instant, then the order the changes were made in.
+bool before(const Change& a, const Change& b) {
+    if (a.time != b.time) return a.time < b.time;
+    if (a.delta != b.delta) return a.delta < b.delta;
+    return a.seq < b.seq;
+}
+
+// Changes come in streams that are each nearly or wholly in time order already: sorting the streams
+// apart and merging them gives the order of one stable sort of all of them by (time, delta), which
+// fixes the order of the floating-point sums, at a fraction of its cost.
+enum Stream {
+    kComputeStarts,  // compute ops run one at a time in program order: sorted
+    kComputeEnds,    // likewise
+    kDeferred,       // frees at the end of a later op (a layer's backward, a group's last user)
+    kOther,          // collectives and offload copies
+    kStreams
 };
 
 bool is_compute(const parallel::DeviceOp& op) {
@@ -83,15 +103,16 @@ MemoryProfile profile_memory(const parallel::DeviceProgram& program, const sched
     }
 
     // At most four changes per compute op (an offloaded activation), two per collective.
-    std::vector<Change> changes;
-    changes.reserve(ops.size() * (copies ? 4 : 2) + 1);
-    auto change = [&changes](core::Time at, double delta, int holder) {
-        changes.push_back({at, delta, holder});
+    std::vector<Change> streams[kStreams];
+    for (auto& stream : streams) stream.reserve(ops.size() / 2 + 1);
+    std::uint32_t seq = 0;
+    auto change = [&streams, &seq](Stream stream, core::Time at, double delta, int holder) {
+        streams[stream].push_back({at, delta, seq++, holder});
     };
     int previous = -1;  // previous compute op, whose output the current one consumes
     auto free_temporary = [&](int op_index, core::Time at) {
         const auto& p = ops[static_cast<std::size_t>(op_index)];
-        if (!awaits_backward(p)) change(at, -p.output_bytes, kTemporaries);
+        if (!awaits_backward(p)) change(kComputeEnds, at, -p.output_bytes, kTemporaries);
     };
     for (std::size_t i = 0; i < ops.size(); ++i) {
         const auto& op = ops[i];
@@ -100,14 +121,14 @@ MemoryProfile profile_memory(const parallel::DeviceProgram& program, const sched
             if (awaits_backward(op)) {
                 const core::Time end = backward_end[layer_slot(op.layer, op.microbatch)];
                 core::Time free_at = end >= 0 ? std::max(end, span.end) : span.end;
-                change(span.start, op.output_bytes, kActivations);
+                change(kComputeStarts, span.start, op.output_bytes, kActivations);
                 if (op.offloaded && offload_end[i] >= 0 && reload_start[i] >= 0) {
-                    change(offload_end[i], -op.output_bytes, kActivations);
-                    change(reload_start[i], op.output_bytes, kActivations);
+                    change(kOther, offload_end[i], -op.output_bytes, kActivations);
+                    change(kOther, reload_start[i], op.output_bytes, kActivations);
                 }
-                change(free_at, -op.output_bytes, kActivations);
+                change(kDeferred, free_at, -op.output_bytes, kActivations);
             } else {
-                change(span.start, op.output_bytes, kTemporaries);
+                change(kComputeStarts, span.start, op.output_bytes, kTemporaries);
             }
             if (previous >= 0) free_temporary(previous, span.end);
             previous = static_cast<int>(i);
@@ -115,19 +136,30 @@ MemoryProfile profile_memory(const parallel::DeviceProgram& program, const sched
             const core::Time end =
                 last_user_end[group_slot(op.param_group, pass_of(op.phase), op.microbatch)];
             core::Time free_at = end >= 0 ? std::max(end, span.end) : span.end;
-            change(span.start, op.collective_bytes, kGathered);
-            change(free_at, -op.collective_bytes, kGathered);
+            change(kOther, span.start, op.collective_bytes, kGathered);
+            change(kDeferred, free_at, -op.collective_bytes, kGathered);
         } else if (op.category == parallel::OpCategory::reduce_scatter && op.param_group >= 0) {
-            change(span.start, op.collective_bytes, kCollective);
-            change(span.end, -op.collective_bytes, kCollective);
+            change(kOther, span.start, op.collective_bytes, kCollective);
+            change(kOther, span.end, -op.collective_bytes, kCollective);
         }
     }
     if (previous >= 0) free_temporary(previous, spans[static_cast<std::size_t>(previous)].end);
 
-    std::stable_sort(changes.begin(), changes.end(), [](const Change& a, const Change& b) {
-        if (a.time != b.time) return a.time < b.time;
-        return a.delta < b.delta;  // frees before allocations at the same instant
-    });
+    // Within a stream, creation order is seq order, so a stable sort by (time, delta) is `before`.
+    for (auto& stream : streams) {
+        if (std::is_sorted(stream.begin(), stream.end(), before)) continue;
+        std::stable_sort(stream.begin(), stream.end(), [](const Change& a, const Change& b) {
+            if (a.time != b.time) return a.time < b.time;
+            return a.delta < b.delta;
+        });
+    }
+    auto merge = [](const std::vector<Change>& a, const std::vector<Change>& b) {
+        std::vector<Change> out(a.size() + b.size());
+        std::merge(a.begin(), a.end(), b.begin(), b.end(), out.begin(), before);
+        return out;
+    };
+    const std::vector<Change> changes = merge(merge(streams[kComputeStarts], streams[kComputeEnds]),
+                                              merge(streams[kDeferred], streams[kOther]));
 
     MemoryProfile profile;
     profile.capacity_bytes = capacity_bytes;
