@@ -153,13 +153,22 @@ MemoryProfile profile_memory(const parallel::DeviceProgram& program, const sched
             return a.delta < b.delta;
         });
     }
-    auto merge = [](const std::vector<Change>& a, const std::vector<Change>& b) {
-        std::vector<Change> out(a.size() + b.size());
-        std::merge(a.begin(), a.end(), b.begin(), b.end(), out.begin(), before);
-        return out;
+    // The streams are merged as they are read: the next change is the least of their heads.
+    std::size_t head[kStreams] = {0, 0, 0, 0};
+    auto next_change = [&]() -> const Change* {
+        const Change* least = nullptr;
+        int from = -1;
+        for (int k = 0; k < kStreams; ++k) {
+            if (head[k] == streams[k].size()) continue;
+            const Change& c = streams[k][head[k]];
+            if (least == nullptr || before(c, *least)) {
+                least = &c;
+                from = k;
+            }
+        }
+        if (from >= 0) ++head[from];
+        return least;
     };
-    const std::vector<Change> changes = merge(merge(streams[kComputeStarts], streams[kComputeEnds]),
-                                              merge(streams[kDeferred], streams[kOther]));
 
     MemoryProfile profile;
     profile.capacity_bytes = capacity_bytes;
@@ -170,9 +179,12 @@ MemoryProfile profile_memory(const parallel::DeviceProgram& program, const sched
     profile.at_peak.params = program.params_bytes;
     profile.at_peak.grads = program.grads_bytes;
     profile.at_peak.optimizer = program.optimizer_bytes;
-    profile.samples.reserve(changes.size() + 1);
+    std::size_t changes = 0;
+    for (const auto& stream : streams) changes += stream.size();
+    profile.samples.reserve(changes + 1);
     profile.samples.push_back({0, fixed});
-    for (const auto& c : changes) {
+    while (const Change* next = next_change()) {
+        const Change& c = *next;
         if (c.delta == 0.0) continue;
         live[c.holder] += c.delta;
         total += c.delta;
