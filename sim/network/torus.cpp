@@ -1,6 +1,7 @@
 #include "network/torus.hpp"
 
 #include <algorithm>
+#include <mutex>
 #include <queue>
 
 #include <boost/graph/adjacency_list.hpp>
@@ -10,7 +11,10 @@
 
 namespace podsim::network {
 
+// Built on first use: only hop counts need it, and a step simulation never asks for them, while
+// building (and freeing) it for PaLM's 3,072-chip slice cost three times the rest of the torus.
 struct Torus::Graph {
+    std::once_flag built;
     boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS, boost::no_property,
                           boost::property<boost::edge_index_t, int>>
         g;
@@ -55,7 +59,6 @@ Torus::Torus(const hardware::TopologySpec& topology, const hardware::SliceShape&
             rest /= shape_[static_cast<std::size_t>(d)];
         }
         coords_[static_cast<std::size_t>(c)] = coord;
-        boost::add_vertex(graph_->g);
     }
     const auto chip_dims_end = shape_.begin() + static_cast<long>(chips_shape.dims.size());
     int longest = static_cast<int>(std::max_element(shape_.begin(), chip_dims_end) - shape_.begin());
@@ -86,8 +89,6 @@ Torus::Torus(const hardware::TopologySpec& topology, const hardware::SliceShape&
                 int id = static_cast<int>(links_.size());
                 links_.push_back(link);
                 link_index_[static_cast<std::size_t>((c * dims + d) * 2 + (direction > 0 ? 1 : 0))] = id;
-                boost::add_edge(static_cast<std::size_t>(link.from), static_cast<std::size_t>(link.to), id,
-                                graph_->g);
             }
         }
     }
@@ -109,6 +110,12 @@ int Torus::link_from(int chip, int dim, int direction) const {
 }
 
 int Torus::hops(int from, int to) const {
+    std::call_once(graph_->built, [this] {
+        for (std::size_t c = 0; c < coords_.size(); ++c) boost::add_vertex(graph_->g);
+        for (std::size_t id = 0; id < links_.size(); ++id)
+            boost::add_edge(static_cast<std::size_t>(links_[id].from),
+                            static_cast<std::size_t>(links_[id].to), static_cast<int>(id), graph_->g);
+    });
     std::vector<int> distance(static_cast<std::size_t>(chips()), -1);
     distance[static_cast<std::size_t>(from)] = 0;
     std::queue<std::size_t> frontier;
