@@ -401,8 +401,10 @@ class Lowering {
     // Emits the backward of forwards_[i] given the op producing its output gradient; returns the op
     // producing its input gradient.
     int backward_of(std::size_t i, int grad, int after = -1) {
-        const Forward f = forwards_[i];
-        const Op fwd = g_.op(f.index);
+        const Forward& f = forwards_[i];  // forwards_ does not grow in the backward
+        // Valid until the first op is added (the graph's ops may move then): every use of it comes
+        // before that.
+        const Op& fwd = g_.op(f.index);
         auto deps_with = [&](Op op) {
             op.phase = Phase::backward;
             op.kept_for_backward = false;
@@ -443,8 +445,9 @@ class Lowering {
             Tensor w = fwd.reads[1];
             if (has_weight) w.element_bytes = p_;  // weight gradients accumulate in the param dtype
             wgrad.writes = {w};
+            const bool input_gradient = fwd.backward != BackwardKind::no_input_gradient;
             deps_with(std::move(wgrad));
-            if (fwd.backward == BackwardKind::no_input_gradient) return grad;
+            if (!input_gradient) return grad;
             return deps_with(std::move(dgrad));
         }
         Op b;
