@@ -27,8 +27,9 @@ void FlowNetwork::Scratch::RateMemo::clear() {
 
 namespace {
 
-// A step meets a few hundred sets of flows at most; past this many, new sets are solved each time.
-constexpr std::size_t kMaxMemoEntries = 4096;
+// A step meets a few hundred sets of flows at most (150 on the slow 16x16x16 config); past this many,
+// new sets are solved each time, which bounds the memo to a few megabytes.
+constexpr std::size_t kMaxMemoEntries = 1024;
 
 std::uint64_t flows_hash(const std::vector<const Flow*>& flows, const std::vector<double>* bandwidth) {
     std::uint64_t h = 14695981039346656037ull;  // FNV-1a over the addresses
