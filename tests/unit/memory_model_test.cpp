@@ -147,3 +147,48 @@ TEST_CASE("the memory profile frees before it allocates at the same instant") {
     CHECK(profile.samples[2].live_bytes == 120.0);
     CHECK(profile.samples[3].live_bytes == 0.0);
 }
+
+TEST_CASE("frees come before allocations at one instant whatever kind of change they are") {
+    // The profile merges its changes from separate streams (compute starts and ends, frees deferred
+    // to a later op, collectives). At 20 ps three meet: op 0's saved activation (100 bytes) is freed
+    // when its layer's backward (op 1) ends, op 1's temporary (10) is freed as the last compute op
+    // ends, and an all-gather's 60 bytes arrive. Frees first: the peak stays at 110 bytes at 10 ps
+    // (op 0's activation and op 1's temporary), never 170 at 20 ps.
+    parallel::DeviceProgram program;
+    program.resources.push_back({"compute", parallel::ResourceKind::compute, -1});
+    scheduler::Timeline timeline;
+    auto add = [&](parallel::DeviceOp op, core::Time start, core::Time end) {
+        program.ops.push_back(op);
+        timeline.spans.push_back({static_cast<int>(program.ops.size()) - 1, 0, start, end});
+    };
+    // The all-gather comes first in program order, so its change is made before the frees: only
+    // the order by size puts them first.
+    parallel::DeviceOp gather;
+    gather.category = parallel::OpCategory::all_gather;
+    gather.param_group = 0;
+    gather.collective_bytes = 60.0;
+    add(gather, 20, 30);
+    parallel::DeviceOp forward;
+    forward.category = parallel::OpCategory::fusion;
+    forward.phase = workload::Phase::forward;
+    forward.layer = 0;
+    forward.kept_for_backward = true;
+    forward.output_bytes = 100.0;
+    add(forward, 0, 10);
+    parallel::DeviceOp backward = forward;
+    backward.phase = workload::Phase::backward;
+    backward.kept_for_backward = false;
+    backward.output_bytes = 10.0;
+    add(backward, 10, 20);
+    timeline.step_time = 30;
+    auto profile = memory::profile_memory(program, timeline, 1e9);
+    CHECK(profile.peak_bytes == 110.0);
+    CHECK(profile.peak_time == 10);
+    CHECK(profile.at_peak.activations == 100.0);
+    CHECK(profile.at_peak.temporaries == 10.0);
+    // Live bytes after each instant: 100, 110, 60 (both frees, then the gather), 0.
+    REQUIRE(profile.samples.size() == 4);
+    CHECK(profile.samples[2].time == 20);
+    CHECK(profile.samples[2].live_bytes == 60.0);
+    CHECK(profile.samples[3].live_bytes == 0.0);
+}
