@@ -85,8 +85,12 @@ FlowNetwork::FlowNetwork(core::Engine& engine, std::vector<double> link_bandwidt
       link_bytes_(owned_bandwidth_.size(), 0.0) {}
 
 FlowNetwork::FlowNetwork(core::Engine& engine, const std::vector<double>& link_bandwidth, Scratch& scratch,
-                         bool count_link_bytes)
-    : engine_(engine), bandwidth_(&link_bandwidth), scratch_(&scratch), count_link_bytes_(count_link_bytes) {
+                         bool count_link_bytes, bool reuse_rates)
+    : engine_(engine),
+      bandwidth_(&link_bandwidth),
+      scratch_(&scratch),
+      count_link_bytes_(count_link_bytes),
+      reuse_rates_(reuse_rates) {
     // Rates solved for networks before this one may name flows of plans that are gone.
     scratch_->rates.clear();
 }
@@ -154,6 +158,11 @@ void FlowNetwork::advance_to(core::Time now) {
 }
 
 void FlowNetwork::reallocate() {
+    if (!reuse_rates_) {
+        solve_rates();
+        schedule_next_arrival();
+        return;
+    }
     // The same flows in the same order on the same links always get the same rates.
     auto& memo = scratch_->rates;
     auto& key = scratch_->memo_key;
@@ -168,6 +177,10 @@ void FlowNetwork::reallocate() {
         for (std::size_t i = 0; i < active_.size(); ++i) rates_solved[i] = active_[i].rate;
         memo_insert(memo, hash, bandwidth_, key, std::move(rates_solved));
     }
+    schedule_next_arrival();
+}
+
+void FlowNetwork::schedule_next_arrival() {
     double soonest = std::numeric_limits<double>::infinity();
     for (const auto& f : active_) soonest = std::min(soonest, f.remaining / f.rate);
     ++generation_;

@@ -55,8 +55,10 @@ class FlowNetwork final : public core::EventHandler {
     // Borrows the bandwidths and the scratch, which must outlive the network. Without
     // `count_link_bytes` the links' bytes are not counted (link_bytes() stays empty): a step
     // simulation that reports none skips a pass over every flow's links at each reallocation.
+    // Without `reuse_rates` every reallocation is solved (the full simulation, the oracle of the
+    // fast paths, does not use the scratch's memo).
     FlowNetwork(core::Engine& engine, const std::vector<double>& link_bandwidth, Scratch& scratch,
-                bool count_link_bytes = true);
+                bool count_link_bytes = true, bool reuse_rates = true);
     FlowNetwork(const FlowNetwork&) = delete;
     FlowNetwork& operator=(const FlowNetwork&) = delete;
 
@@ -124,6 +126,7 @@ class FlowNetwork final : public core::EventHandler {
     void advance_to(core::Time now);
     void reallocate();
     void solve_rates();  // max-min rates of active_, into each flow's rate
+    void schedule_next_arrival();
 
     core::Engine& engine_;
     std::vector<double> owned_bandwidth_;
@@ -132,6 +135,7 @@ class FlowNetwork final : public core::EventHandler {
     Scratch* scratch_;
     std::vector<double> link_bytes_;  // sized on first use
     bool count_link_bytes_ = true;
+    bool reuse_rates_ = true;
     std::vector<Transfer> transfers_;
     std::vector<int> free_transfers_;
     std::vector<ActiveFlow> active_;

@@ -91,10 +91,10 @@ Simulation simulate_with(const RunSpec& spec, const parallel::RuntimeSpec& runti
     sim.costs = model.cost_all(sim.program);
     scheduler::NetworkInput network = plan_network(spec, sim, cache, options);
     try {
-        sim.timeline =
-            scheduler::schedule(sim.program, sim.costs, runtime, sim.torus ? &network : nullptr,
-                                scheduler::ScheduleOptions{.jump_periods = !options.exact,
-                                                           .count_link_bytes = options.link_bytes});
+        sim.timeline = scheduler::schedule(sim.program, sim.costs, runtime, sim.torus ? &network : nullptr,
+                                           scheduler::ScheduleOptions{.jump_periods = !options.exact,
+                                                                      .count_link_bytes = options.link_bytes,
+                                                                      .reuse_rates = !options.exact});
     } catch (const core::TimeOverflow& e) {
         core::Diagnostics d;
         d.error({spec.source, 0, 0}, "",

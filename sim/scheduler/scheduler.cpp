@@ -27,7 +27,10 @@ class ProgramRun final : public core::EventHandler, public network::TransferList
   public:
     ProgramRun(const parallel::DeviceProgram& program, const std::vector<cost::OpCost>& costs,
                bool synchronous, const NetworkInput* network, const ScheduleOptions& options)
-        : program_(program), network_input_(network), count_link_bytes_(network && options.count_link_bytes) {
+        : program_(program),
+          network_input_(network),
+          count_link_bytes_(network && options.count_link_bytes),
+          reuse_rates_(options.reuse_rates) {
         if (network) {
             int count = 1;
             for (int c : network->network_of_op) count = std::max(count, c + 1);
@@ -207,7 +210,8 @@ class ProgramRun final : public core::EventHandler, public network::TransferList
                                  : static_cast<std::size_t>(network_input_->network_of_op[op]);
             if (!networks_[net]) {
                 networks_[net] = std::make_unique<network::FlowNetwork>(
-                    engine_, *network_input_->link_bandwidth, *network_input_->scratch, count_link_bytes_);
+                    engine_, *network_input_->link_bandwidth, *network_input_->scratch, count_link_bytes_,
+                    reuse_rates_);
             }
             networks_[net]->start(network_input_->plan_of_op[op]->phases, *this, op);
         } else {
@@ -457,6 +461,7 @@ class ProgramRun final : public core::EventHandler, public network::TransferList
     const parallel::DeviceProgram& program_;
     const NetworkInput* network_input_;
     bool count_link_bytes_;
+    bool reuse_rates_;
     core::Engine engine_;
     std::vector<std::unique_ptr<network::FlowNetwork>> networks_;  // one per contention class
     std::vector<double> alone_link_bytes_;  // bytes of the transfers taken from their run alone

@@ -54,6 +54,9 @@ struct ScheduleOptions {
     // Count the bytes each torus link carries (Timeline::link_bytes). No step report shows them
     // yet; the equivalence test checks that the fast paths count them as the full simulation does.
     bool count_link_bytes = false;
+    // Reuse the max-min rates of a set of flows solved before in this step (FlowNetwork::Scratch::
+    // rates): the same rates, without solving again. Off in the full simulation, the oracle.
+    bool reuse_rates = false;
 };
 
 Timeline schedule(const parallel::DeviceProgram& program, const std::vector<cost::OpCost>& costs,

@@ -182,6 +182,20 @@ TEST_CASE("max-min rates reused for flows seen before are the rates the solver g
     core::Engine other_engine;
     network::FlowNetwork other(other_engine, bandwidth, scratch, false);
     CHECK(scratch.rates.entries.empty());
+
+    // The full simulation (reuse_rates off) solves every reallocation and remembers none, with
+    // the same completion times.
+    core::Engine exact_engine;
+    network::FlowNetwork exact(exact_engine, bandwidth, scratch, false, false);
+    Done exact_done;
+    starter.network = &exact;
+    starter.done = &exact_done;
+    exact_engine.schedule_at(0, starter, 0);
+    exact_engine.schedule_at(offset, starter, 1);
+    exact_engine.run();
+    CHECK(scratch.rates.entries.empty());
+    CHECK(exact_done.at[0] == done.at[0]);
+    CHECK(exact_done.at[1] == done.at[1]);
 }
 
 TEST_CASE("split dimensions: two axes on one torus dimension share its links") {
