@@ -17,6 +17,7 @@
 
 #include "config/load.hpp"
 #include "config/sweep_file.hpp"
+#include "core/process_heap.hpp"
 #include "run/collective_run.hpp"
 #include "run/simulate.hpp"
 #include "sweep/sweep_runner.hpp"
@@ -131,6 +132,9 @@ int main() {
     // First, while this process is small: a child spawned from it starts with this process's peak
     // resident memory as its own (Linux keeps the high-water mark across exec).
     const std::string rss = rss_line();
+    // Simulate in this process as `podsim run` does (core/process_heap.hpp); the sweeps below run in
+    // worker threads, as in `podsim sweep`, which the huge pages do not reach.
+    podsim::core::configure_process_heap(/*huge_pages=*/true);
     fmt::print("{:<44} {:>12} {:>12} {:>12} {:>8} {:>9}\n", "case", "process", "load config", "simulate",
                "ops", "events");
     bench_config("default (GPT-2 2B FSDP, v4-8, 4 chips)", "configs/default.yaml", 21);

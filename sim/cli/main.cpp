@@ -7,6 +7,7 @@
 #include "cli/commands.hpp"
 #include "core/assert.hpp"
 #include "core/diagnostics.hpp"
+#include "core/process_heap.hpp"
 
 int main(int argc, char** argv) {
     using namespace podsim::cli;
@@ -28,7 +29,9 @@ int main(int argc, char** argv) {
 
     try {
         for (const auto& command : commands) {
-            if (*command.app) return command.run();
+            if (!*command.app) continue;
+            podsim::core::configure_process_heap(/*huge_pages=*/command.app->get_name() != "sweep");
+            return command.run();
         }
     } catch (const podsim::core::UserError& e) {
         std::cerr << e.diagnostics().to_string();
