@@ -28,6 +28,20 @@ run::CollectiveRequest request(const std::string& topology, const std::string& s
     return r;
 }
 
+// A v4 4x4x4 cube (every dimension wraps) with the mesh axes `ici` mapped onto it.
+struct MappedCube {
+    hardware::TopologySpec topology = config::load_topology_file(test::source_path("topologies/tpu-v4.yaml"));
+    hardware::SliceShape slice = *hardware::parse_slice_shape("4x4x4");
+    network::Torus torus{topology, slice};
+    std::vector<network::AxisMapping> mapping;
+
+    explicit MappedCube(std::vector<network::MeshAxis> ici) {
+        network::MeshSpec mesh;
+        mesh.ici = std::move(ici);
+        mapping = std::get<std::vector<network::AxisMapping>>(network::map_mesh_axes(topology, slice, mesh));
+    }
+};
+
 }  // namespace
 
 TEST_CASE("uncontended rings and lines match the closed forms within 1%") {
@@ -101,14 +115,10 @@ TEST_CASE("symmetry: every group is alike and every ring link carries the same l
 }
 
 TEST_CASE("contention: shared links slow collectives down, disjoint links do not") {
-    auto topology = config::load_topology_file(test::source_path("topologies/tpu-v4.yaml"));
-    auto slice = *hardware::parse_slice_shape("4x4x4");
-    network::Torus torus(topology, slice);
-    network::MeshSpec mesh;
-    mesh.ici = {{"fsdp", 16}, {"tensor", 4}};
-    auto mapping = std::get<std::vector<network::AxisMapping>>(network::map_mesh_axes(topology, slice, mesh));
-    const auto& fsdp = mapping[0].parts;    // y, z
-    const auto& tensor = mapping[1].parts;  // x
+    const MappedCube cube({{"fsdp", 16}, {"tensor", 4}});
+    const auto& torus = cube.torus;
+    const auto& fsdp = cube.mapping[0].parts;    // y, z
+    const auto& tensor = cube.mapping[1].parts;  // x
     auto plan = [&](const std::vector<network::AxisDimPart>& parts) {
         return collectives::plan_collective(torus, CollectiveKind::all_gather, 256e6, parts, 1e-6, 0.0);
     };
@@ -121,16 +131,14 @@ TEST_CASE("contention: shared links slow collectives down, disjoint links do not
 }
 
 TEST_CASE("max-min rates reused for flows seen before are the rates the solver gives") {
-    // Two all-gathers contending on 4x4x4 (fsdp on y, z), the second starting while the first runs;
-    // then the same pair again once the network is idle. The second pair meets only sets of flows
-    // the first already solved, so its rates all come from the scratch's memo, and its durations
-    // must be the first pair's to the picosecond (an idle network evolves the same wherever it starts).
-    auto topology = config::load_topology_file(test::source_path("topologies/tpu-v4.yaml"));
-    auto slice = *hardware::parse_slice_shape("4x4x4");
-    network::Torus torus(topology, slice);
-    network::MeshSpec mesh;
-    mesh.ici = {{"fsdp", 16}, {"tensor", 4}};
-    auto mapping = std::get<std::vector<network::AxisMapping>>(network::map_mesh_axes(topology, slice, mesh));
+    // An all-gather and a reduce-scatter contending on 4x4x4 (fsdp on y, z), the second starting
+    // while the first runs; then the same pair again once the network is idle. The second pair meets
+    // only sets of flows the first already solved, so its rates all come from the scratch's memo, and
+    // its durations must be the first pair's to the picosecond (an idle network evolves the same
+    // wherever it starts).
+    const MappedCube cube({{"fsdp", 16}, {"tensor", 4}});
+    const auto& torus = cube.torus;
+    const auto& mapping = cube.mapping;
     auto first =
         collectives::plan_collective(torus, CollectiveKind::all_gather, 256e6, mapping[0].parts, 1e-6, 0.0);
     auto second = collectives::plan_collective(torus, CollectiveKind::reduce_scatter, 64e6, mapping[0].parts,
@@ -200,12 +208,9 @@ TEST_CASE("max-min rates reused for flows seen before are the rates the solver g
 
 TEST_CASE("split dimensions: two axes on one torus dimension share its links") {
     // {data: 2, fsdp: 32} on 4x4x4: z is split between them, so they contend on z's links.
-    auto topology = config::load_topology_file(test::source_path("topologies/tpu-v4.yaml"));
-    auto slice = *hardware::parse_slice_shape("4x4x4");
-    network::Torus torus(topology, slice);
-    network::MeshSpec mesh;
-    mesh.ici = {{"data", 2}, {"fsdp", 32}};
-    auto mapping = std::get<std::vector<network::AxisMapping>>(network::map_mesh_axes(topology, slice, mesh));
+    const MappedCube cube({{"data", 2}, {"fsdp", 32}});
+    const auto& torus = cube.torus;
+    const auto& mapping = cube.mapping;
     auto data =
         collectives::plan_collective(torus, CollectiveKind::all_reduce, 256e6, mapping[0].parts, 1e-6, 0.0);
     auto fsdp =
