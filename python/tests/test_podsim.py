@@ -206,8 +206,14 @@ class ThreadTest(unittest.TestCase):
 
     def test_the_gil_is_released_while_simulating(self):
         # The main thread sleeps 10 ms into a worker's long call, then needs the GIL to wake up.
-        # Released, it wakes during the call; held, only once the simulation has finished.
-        palm = ROOT / "configs" / "palm-540b-2x3072.yaml"  # about 0.15 s of simulation
+        # Released, it wakes during the call; held, only once the simulations have finished.
+        # One call of 72 PaLM configs on one thread: a single config simulates in milliseconds.
+        sweep = {"schema": "podsim.sweep/v1",
+                 "base": str(ROOT / "configs" / "palm-540b-2x3072.yaml"),
+                 "axes": {"runtime.prefetch_depth": [1, 2, 3, 4],
+                          "runtime.async_collectives": [True, False],
+                          "training.remat": ["full", "save_dots", "minimal"],
+                          "training.microbatches": [1, 2, 4]}}
         seen = []
         for _attempt in range(3):
             calling = threading.Event()
@@ -216,7 +222,7 @@ class ThreadTest(unittest.TestCase):
             def work():
                 calling.set()
                 span["start"] = time.monotonic()
-                podsim.run(palm)
+                podsim.sweep(sweep, jobs=1)
                 span["end"] = time.monotonic()
 
             worker = threading.Thread(target=work)

@@ -294,7 +294,9 @@ void FlowNetwork::snapshot(core::Time now, std::uint64_t tag_base, Snapshot& out
     out.active.clear();
     for (const ActiveFlow& f : active_)
         out.active.push_back(Snapshot::FlowState{f.transfer, f.flow, f.remaining, f.rate});
-    out.since_update = now - last_update_;
+    // The time since the last update only scales the progress of active flows: without any, it has
+    // no effect (an idle network a period later is in the same state).
+    out.since_update = active_.empty() ? 0 : now - last_update_;
 }
 
 std::uint64_t FlowNetwork::relative_tag(std::uint64_t tag) const {

@@ -124,38 +124,52 @@ class ProgramRun final : public core::EventHandler, public network::TransferList
                           "dependency not earlier in program order");
             return resource_of(static_cast<std::size_t>(from)) != resource_of(to);
         };
-        // An edge from d is also redundant when an earlier op on the same resource as its target
-        // waits for d: that op finishes before the target reaches the head of the queue (a backward
-        // op's dependency on a forward output that the next forward op consumed first).
+        // An edge d -> t is also redundant when t, or an earlier op on t's resource, waits for an op
+        // d' >= d on d's resource: each resource runs its ops one at a time in program order, so d'
+        // ends no earlier than d, and t starts after that wait. This covers a backward op's
+        // dependency on a forward output that the next forward op consumed first, and an optimizer
+        // update's dependency on its layer's gradient reduce-scatter when the update before it waited
+        // for a later reduce-scatter on the same axis.
         const std::size_t resources = program_.resources.size();
-        // (op, resource) -> op; 32 bits (an op index fits, as in the successor lists) halve the table
-        // every config fills and reads.
-        PODSIM_ASSERT(n < UINT32_MAX, "too many ops");
-        std::vector<std::uint32_t> first_successor_on(n * resources, static_cast<std::uint32_t>(n));
-        auto note = [&](int from, std::size_t to) {
-            if (!on_other_resource(from, to)) return;
-            auto& first = first_successor_on[static_cast<std::size_t>(from) * resources + resource_of(to)];
-            first = std::min(first, static_cast<std::uint32_t>(to));
-        };
-        for (std::size_t i = 0; i < n; ++i)
-            for (int d : program_.ops[i].deps) note(d, i);
-        for (const auto& [from, to] : extra) note(from, static_cast<std::size_t>(to));
-        auto cross = [&](int from, std::size_t to) {
-            return on_other_resource(from, to) &&
-                   first_successor_on[static_cast<std::size_t>(from) * resources + resource_of(to)] == to;
-        };
+        // Per (target resource, dependency resource): the latest dependency waited for so far.
+        std::vector<int> covered(resources * resources, -1);
+        // Per resource: the latest dependency of the op being read on it.
+        std::vector<int> latest(resources, -1);
+        std::vector<std::pair<int, int>> kept;  // (from, to): by target in program order, own deps first
+        kept.reserve(n + extra.size());
+        std::size_t extra_begin = 0;
+        for (std::size_t i = 0; i < n; ++i) {
+            std::size_t extra_end = extra_begin;  // extra edges come sorted by target
+            while (extra_end < extra.size() && static_cast<std::size_t>(extra[extra_end].second) == i) ++extra_end;
+            auto for_each_dep = [&](auto&& f) {
+                for (int d : program_.ops[i].deps)
+                    if (on_other_resource(d, i)) f(d);
+                for (std::size_t e = extra_begin; e < extra_end; ++e)
+                    if (on_other_resource(extra[e].first, i)) f(extra[e].first);
+            };
+            const std::size_t target = resource_of(i);
+            for_each_dep([&](int d) {
+                auto& l = latest[resource_of(static_cast<std::size_t>(d))];
+                l = std::max(l, d);
+            });
+            for_each_dep([&](int d) {
+                const std::size_t from = resource_of(static_cast<std::size_t>(d));
+                if (latest[from] != d) return;  // a later one on the same resource, or already kept
+                auto& c = covered[target * resources + from];
+                if (c < d) kept.emplace_back(d, static_cast<int>(i));
+                c = std::max(c, d);
+                latest[from] = -1;
+            });
+            extra_begin = extra_end;
+        }
         pending_.assign(n, 0);
         succ_begin_.assign(n + 1, 0);
         pred_begin_.assign(n + 1, 0);
-        auto count = [&](int from, std::size_t to) {
-            if (!cross(from, to)) return;
+        for (const auto& [from, to] : kept) {
             ++succ_begin_[static_cast<std::size_t>(from) + 1];
-            ++pred_begin_[to + 1];
-            ++pending_[to];
-        };
-        for (std::size_t i = 0; i < n; ++i)
-            for (int d : program_.ops[i].deps) count(d, i);
-        for (const auto& [from, to] : extra) count(from, static_cast<std::size_t>(to));
+            ++pred_begin_[static_cast<std::size_t>(to) + 1];
+            ++pending_[static_cast<std::size_t>(to)];
+        }
         for (std::size_t i = 0; i < n; ++i) {
             succ_begin_[i + 1] += succ_begin_[i];
             pred_begin_[i + 1] += pred_begin_[i];
@@ -163,20 +177,10 @@ class ProgramRun final : public core::EventHandler, public network::TransferList
         successors_.resize(succ_begin_[n]);
         preds_.resize(pred_begin_[n]);
         std::vector<std::size_t> fill(succ_begin_.begin(), succ_begin_.end() - 1);
-        // Successors of each op in the order the old adjacency lists gave: by successor, own deps first.
-        std::size_t e = 0;
-        for (std::size_t i = 0; i < n; ++i) {
-            std::size_t p = pred_begin_[i];
-            for (int d : program_.ops[i].deps) {
-                if (!cross(d, i)) continue;
-                successors_[fill[static_cast<std::size_t>(d)]++] = static_cast<int>(i);
-                preds_[p++] = d;
-            }
-            for (; e < extra.size() && static_cast<std::size_t>(extra[e].second) == i; ++e) {
-                if (!cross(extra[e].first, i)) continue;
-                successors_[fill[static_cast<std::size_t>(extra[e].first)]++] = static_cast<int>(i);
-                preds_[p++] = extra[e].first;
-            }
+        for (std::size_t e = 0; e < kept.size(); ++e) {
+            const auto [from, to] = kept[e];
+            successors_[fill[static_cast<std::size_t>(from)]++] = to;
+            preds_[e] = from;  // kept is sorted by target: its order is the CSR's
         }
     }
 
