@@ -51,7 +51,11 @@ void bench_config(const std::string& label, const std::string& relative, int rep
     auto spec = podsim::config::load_run_file(path);
     double load = time_median(repeats, [&] { podsim::config::load_run_file(path); });
     podsim::run::Simulation sim;
-    double simulate = time_median(repeats, [&] { sim = podsim::run::simulate(spec); });
+    // As `podsim run` simulates it: folded, with a fresh cache.
+    double simulate = time_median(repeats, [&] {
+        podsim::run::SimulationCache cache;
+        sim = podsim::run::simulate(spec, cache, podsim::run::SimulateOptions{.fold = true});
+    });
     fmt::print("{:<44} {:>9.1f} ms {:>9.1f} ms {:>9.1f} ms {:>8} {:>9}  step {:.3f} s, MFU {:.1f}%\n", label,
                process * 1e3, load * 1e3, simulate * 1e3, sim.report.ops, sim.report.events,
                sim.report.step_time_s, 100.0 * sim.report.mfu);

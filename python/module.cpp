@@ -85,7 +85,7 @@ PYBIND11_MODULE(_podsim, m) {
            bool trace) {
             py::gil_scoped_release release;
             podsim::RunSpec spec = load(source, is_file, name, overrides);
-            podsim::Simulation simulation = podsim::simulate(spec);
+            podsim::Simulation simulation = podsim::simulate(spec, podsim::SimulateOptions{.fold = !trace});
             return std::make_pair(podsim::report_json(simulation.report),
                                   trace ? podsim::chrome_trace(spec, simulation) : std::string());
         },

@@ -150,7 +150,10 @@ int command_run(const RunOptions& o) {
     const std::string& trace_path = o.trace_path;
     const std::string& dump = o.dump;
     run::RunSpec spec = load_config(o.config, o.sets);
-    run::Simulation sim = podsim::simulate(spec, run::SimulateOptions{.exact = o.exact});
+    // The folded simulation gives the same report from a cut model: only what dumps or traces the
+    // step's own program and timeline needs the whole one.
+    const bool fold = !o.exact && dump.empty() && (trace_path.empty() || spec.whole_run.has_value());
+    run::Simulation sim = podsim::simulate(spec, run::SimulateOptions{.exact = o.exact, .fold = fold});
     if (spec.whole_run && dump.empty()) return command_whole_run(o, spec, sim);
     if (dump == "opgraph") {
         std::cout << dump_opgraph(sim);

@@ -50,7 +50,7 @@ bool awaits_backward(const parallel::DeviceOp& op) {
 }  // namespace
 
 MemoryProfile profile_memory(const parallel::DeviceProgram& program, const scheduler::Timeline& timeline,
-                             double capacity_bytes) {
+                             double capacity_bytes, const MemoryFold* fold, FoldedPeak* folded_peak) {
     const auto& ops = program.ops;
     const auto& spans = timeline.spans;
 
@@ -172,38 +172,106 @@ MemoryProfile profile_memory(const parallel::DeviceProgram& program, const sched
 
     MemoryProfile profile;
     profile.capacity_bytes = capacity_bytes;
-    const double fixed = program.params_bytes + program.grads_bytes + program.optimizer_bytes;
+    const double params = fold ? fold->params_bytes : program.params_bytes;
+    const double grads = fold ? fold->grads_bytes : program.grads_bytes;
+    const double optimizer = fold ? fold->optimizer_bytes : program.optimizer_bytes;
+    const double fixed = params + grads + optimizer;
     double live[kHolders] = {0.0, 0.0, 0.0, 0.0};
     double total = fixed;
     profile.peak_bytes = fixed;
-    profile.at_peak.params = program.params_bytes;
-    profile.at_peak.grads = program.grads_bytes;
-    profile.at_peak.optimizer = program.optimizer_bytes;
+    profile.at_peak.params = params;
+    profile.at_peak.grads = grads;
+    profile.at_peak.optimizer = optimizer;
+    auto record_peak = [&](double bytes, core::Time at, const double* holders) {
+        profile.peak_bytes = bytes;
+        profile.peak_time = at;
+        profile.at_peak.activations = holders[kActivations];
+        profile.at_peak.gathered_weights = holders[kGathered];
+        profile.at_peak.collective_buffers = holders[kCollective];
+        profile.at_peak.temporaries = holders[kTemporaries];
+    };
     std::size_t changes = 0;
     for (const auto& stream : streams) changes += stream.size();
-    profile.samples.reserve(changes + 1);
-    profile.samples.push_back({0, fixed});
+    if (!fold) {
+        profile.samples.reserve(changes + 1);
+        profile.samples.push_back({0, fixed});
+    }
+    // Splices (folded timelines only): the state when the template period began, the highest point
+    // within it, and how far later than the simulated timeline the changes now run.
+    const std::vector<scheduler::Splice> no_splices;
+    const auto& splices = fold ? fold->splices : no_splices;
+    std::size_t next_splice = 0;
+    bool in_window = false;
+    double window_start[kHolders] = {}, window_start_total = 0.0;
+    double window_max = 0.0, window_max_live[kHolders] = {};
+    core::Time window_max_time = 0;
+    bool window_has_max = false;
+    core::Time shift = 0;
+    core::Time peak_in_timeline = 0;  // the peak's time in the simulated timeline
+    auto start_window = [&]() {
+        in_window = true;
+        window_has_max = false;
+        std::copy(live, live + kHolders, window_start);
+        window_start_total = total;
+    };
+    auto close_splice = [&]() {
+        const scheduler::Splice& splice = splices[next_splice];
+        if (!in_window) start_window();  // no change within the period: no drift
+        const auto repeats = static_cast<double>(splice.copies);
+        double drift[kHolders];
+        for (int h = 0; h < kHolders; ++h) drift[h] = live[h] - window_start[h];
+        const double drift_total = total - window_start_total;
+        // Copy i peaks at the period's highest point plus i drifts: only the last copy can set a new
+        // peak, and only when the period grows the live bytes (equal ones came first).
+        if (drift_total > 0.0 && window_has_max) {
+            const double top = window_max + repeats * drift_total;
+            if (top > profile.peak_bytes) {
+                double holders[kHolders];
+                for (int h = 0; h < kHolders; ++h) holders[h] = window_max_live[h] + repeats * drift[h];
+                record_peak(top,
+                            window_max_time + shift + static_cast<core::Time>(splice.copies) * splice.period,
+                            holders);
+                peak_in_timeline = window_max_time;
+                if (folded_peak) *folded_peak = FoldedPeak{next_splice, splice.copies};
+            }
+        }
+        for (int h = 0; h < kHolders; ++h) live[h] += repeats * drift[h];
+        total += repeats * drift_total;
+        shift += static_cast<core::Time>(splice.copies) * splice.period;
+        in_window = false;
+        ++next_splice;
+    };
     while (const Change* next = next_change()) {
         const Change& c = *next;
         if (c.delta == 0.0) continue;
+        while (next_splice < splices.size() && c.time >= splices[next_splice].at) close_splice();
+        if (next_splice < splices.size() && !in_window &&
+            c.time >= splices[next_splice].at - splices[next_splice].period)
+            start_window();
         live[c.holder] += c.delta;
         total += c.delta;
-        if (profile.samples.back().time == c.time) {
-            profile.samples.back().live_bytes = total;
-        } else {
-            profile.samples.push_back({c.time, total});
+        if (!fold) {
+            if (profile.samples.back().time == c.time) {
+                profile.samples.back().live_bytes = total;
+            } else {
+                profile.samples.push_back({c.time, total});
+            }
+        }
+        if (in_window && (!window_has_max || total > window_max)) {
+            window_has_max = true;
+            window_max = total;
+            window_max_time = c.time;
+            std::copy(live, live + kHolders, window_max_live);
         }
         if (total > profile.peak_bytes) {
-            profile.peak_bytes = total;
-            profile.peak_time = c.time;
-            profile.at_peak.activations = live[kActivations];
-            profile.at_peak.gathered_weights = live[kGathered];
-            profile.at_peak.collective_buffers = live[kCollective];
-            profile.at_peak.temporaries = live[kTemporaries];
+            record_peak(total, c.time + shift, live);
+            peak_in_timeline = c.time;
+            if (folded_peak) *folded_peak = FoldedPeak{0, 0};
         }
     }
+    while (next_splice < splices.size()) close_splice();
     for (std::size_t i = 0; i < ops.size(); ++i) {
-        if (is_compute(ops[i]) && spans[i].start <= profile.peak_time && profile.peak_time < spans[i].end) {
+        if (is_compute(ops[i]) && spans[i].start <= peak_in_timeline && peak_in_timeline < spans[i].end) {
             profile.peak_op = static_cast<int>(i);
             break;
         }
@@ -218,8 +286,9 @@ MemoryProfile profile_memory(const parallel::DeviceProgram& program, const sched
 // for the backward (memory/memory_profile.cpp: a kept output is live from its op's start until its
 // layer's backward ends, and the backward of every layer starts after the last forward op); the
 // profile's peak is at least that sum, and none of it depends on the prefetch depth.
-double least_peak_bytes(const parallel::DeviceProgram& program) {
-    const double fixed = program.params_bytes + program.grads_bytes + program.optimizer_bytes;
+double least_peak_bytes(const parallel::DeviceProgram& program, const LeastPeakFold* fold) {
+    const double fixed =
+        fold ? fold->fixed : program.params_bytes + program.grads_bytes + program.optimizer_bytes;
     // Outputs whose layer has no backward op are freed when their op ends: not counted.
     int min_layer = 0, max_layer = 0, microbatches = 1;
     for (const auto& op : program.ops) {
@@ -241,7 +310,8 @@ double least_peak_bytes(const parallel::DeviceProgram& program) {
     for (const auto& op : program.ops) {
         if (is_compute(op) && op.phase == workload::Phase::forward && op.kept_for_backward && !op.offloaded &&
             has_backward[slot(op)])
-            kept[static_cast<std::size_t>(op.microbatch)] += op.output_bytes;
+            kept[static_cast<std::size_t>(op.microbatch)] +=
+                fold && op.layer == fold->layer ? (1.0 + fold->extra) * op.output_bytes : op.output_bytes;
     }
     double least_peak = fixed;
     for (double bytes : kept) least_peak = std::max(least_peak, fixed + bytes);

@@ -39,15 +39,38 @@ struct MemoryProfile {
     std::vector<MemorySample> samples;  // live bytes after each change, for the trace's counter
 };
 
+// A timeline with periods spliced in (run/fold.hpp): the memory curve of each inserted copy is the
+// template period's plus the period's drift once per copy, and everything after it moves up by the
+// drifts of all the copies. `fixed` is the state of the whole model (not the cut one simulated).
+struct MemoryFold {
+    const std::vector<scheduler::Splice>& splices;
+    double params_bytes = 0.0, grads_bytes = 0.0, optimizer_bytes = 0.0;
+};
+
+// Where the peak of a folded profile was: `peak_op` is the op of the simulated timeline, run by
+// the copy `copy` (1..copies) of splice `splice`, or by the timeline itself when copy is 0.
+struct FoldedPeak {
+    std::size_t splice = 0;
+    std::size_t copy = 0;
+};
+
 // Replays the timeline and tracks every allocation: parameters, gradients and optimizer state for
 // the whole step; a forward output kept for the backward from its end until its layer's backward
 // is done; gathered weights from their all-gather until their last user in that pass; gradient
 // buffers until their reduce-scatter ends; other outputs until the next compute op finishes.
 MemoryProfile profile_memory(const parallel::DeviceProgram& program, const scheduler::Timeline& timeline,
-                             double capacity_bytes);
+                             double capacity_bytes, const MemoryFold* fold = nullptr,
+                             FoldedPeak* folded_peak = nullptr);
 
 // A lower bound on profile_memory's peak for every schedule of `program` (whatever the timeline,
 // e.g. at any FSDP prefetch depth): the memory a step holds that no scheduling choice changes.
-double least_peak_bytes(const parallel::DeviceProgram& program);
+// With `fold`: of the program with layer `fold->layer`'s outputs kept `fold->extra` more times and
+// `fold->fixed` bytes of whole-step state (run/fold.hpp).
+struct LeastPeakFold {
+    double fixed = 0.0;
+    int layer = 0;
+    int extra = 0;
+};
+double least_peak_bytes(const parallel::DeviceProgram& program, const LeastPeakFold* fold = nullptr);
 
 }  // namespace podsim::memory

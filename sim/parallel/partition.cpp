@@ -154,18 +154,13 @@ class Partitioner {
     }
 
     void make_state() {
-        for (const auto& group : g_.param_groups) {
-            double shard = static_cast<double>(group.params) / group_divisor(group);
-            p_.params_bytes += shard * param_bytes_;
-            p_.grads_bytes += shard * param_bytes_;
-            p_.optimizer_bytes +=
-                workload::optimizer_state_bytes(group, in_.training.optimizer, in_.training.param_dtype) /
-                group_divisor(group);
-            if (in_.training.master_dtype && *in_.training.master_dtype != in_.training.param_dtype) {
-                p_.optimizer_bytes +=
-                    shard * static_cast<double>(core::dtype_bytes(*in_.training.master_dtype));
-            }
-        }
+        std::vector<const workload::ParamGroup*> groups;
+        groups.reserve(g_.param_groups.size());
+        for (const auto& group : g_.param_groups) groups.push_back(&group);
+        const StateBytes state = state_bytes(groups, in_.training, in_.mesh);
+        p_.params_bytes = state.params;
+        p_.grads_bytes = state.grads;
+        p_.optimizer_bytes = state.optimizer;
     }
 
     double gathered_bytes(const workload::ParamGroup& group) const {
@@ -504,6 +499,25 @@ class Partitioner {
 };
 
 }  // namespace
+
+StateBytes state_bytes(const std::vector<const workload::ParamGroup*>& groups,
+                       const workload::TrainingSpec& training, const network::MeshSpec& mesh) {
+    const auto fsdp = static_cast<double>(mesh.ici_size_of("fsdp"));
+    const auto tensor = static_cast<double>(mesh.ici_size_of("tensor"));
+    const auto param_bytes = static_cast<double>(core::dtype_bytes(training.param_dtype));
+    StateBytes state;
+    for (const workload::ParamGroup* group : groups) {
+        const double divisor = fsdp * (group->tensor_sharded ? tensor : 1.0);
+        const double shard = static_cast<double>(group->params) / divisor;
+        state.params += shard * param_bytes;
+        state.grads += shard * param_bytes;
+        state.optimizer +=
+            workload::optimizer_state_bytes(*group, training.optimizer, training.param_dtype) / divisor;
+        if (training.master_dtype && *training.master_dtype != training.param_dtype)
+            state.optimizer += shard * static_cast<double>(core::dtype_bytes(*training.master_dtype));
+    }
+    return state;
+}
 
 DeviceProgram partition(const PartitionInput& input) {
     Partitioner partitioner(input);

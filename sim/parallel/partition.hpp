@@ -34,4 +34,12 @@ struct PartitionInput {
 // Ops come out in program order: the order XLA's sequential schedule runs them.
 DeviceProgram partition(const PartitionInput& input);
 
+// Per-chip parameters, gradients and optimizer state of `groups` (DeviceProgram::params_bytes and
+// the rest), summed in the order given: `partition` sums the graph's groups so.
+struct StateBytes {
+    double params = 0.0, grads = 0.0, optimizer = 0.0;
+};
+StateBytes state_bytes(const std::vector<const workload::ParamGroup*>& groups,
+                       const workload::TrainingSpec& training, const network::MeshSpec& mesh);
+
 }  // namespace podsim::parallel

@@ -1,6 +1,7 @@
 #include "podsim/podsim.hpp"
 
 #include <algorithm>
+#include <stdexcept>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -64,6 +65,9 @@ std::string report_table(const RunReport& report) {
 }
 
 std::string chrome_trace(const RunSpec& spec, const Simulation& simulation) {
+    if (simulation.folded_layers > 0)
+        throw std::invalid_argument(
+            "chrome_trace needs the whole step: simulate without SimulateOptions::fold");
     return report::chrome_trace(spec.name, simulation.program, simulation.timeline, simulation.memory);
 }
 

@@ -49,6 +49,25 @@ core::Time overlap(const std::vector<Interval>& a, const std::vector<Interval>& 
     return t;
 }
 
+// |v ∩ [lo, hi)| for a merged interval list.
+core::Time length_within(const std::vector<Interval>& v, core::Time lo, core::Time hi) {
+    core::Time t = 0;
+    for (const auto& iv : v) {
+        const core::Time a = std::max(iv.first, lo), b = std::min(iv.second, hi);
+        if (b > a) t += b - a;
+    }
+    return t;
+}
+
+std::vector<Interval> clipped(const std::vector<Interval>& v, core::Time lo, core::Time hi) {
+    std::vector<Interval> out;
+    for (const auto& iv : v) {
+        const core::Time a = std::max(iv.first, lo), b = std::min(iv.second, hi);
+        if (b > a) out.emplace_back(a, b);
+    }
+    return out;
+}
+
 std::vector<Interval> unite(const std::vector<Interval>& a, const std::vector<Interval>& b) {
     std::vector<Interval> all(a.size() + b.size());
     std::merge(a.begin(), a.end(), b.begin(), b.end(), all.begin());  // both sorted: no sort needed
@@ -85,10 +104,18 @@ RunReport build_report(const ReportInput& in) {
     // Devices the mesh uses per chip (a one-chip job may use one of a v3 chip's two).
     r.devices_per_chip = hardware::devices_per_chip_in_use(in.topology, in.slice, in.mesh.ici_size());
     r.params = workload::count_params(in.model).total;
+    const std::vector<scheduler::Splice> no_splices;
+    const auto& splices = in.splices ? *in.splices : no_splices;
     r.ops = static_cast<long>(ops.size());
     r.events = in.timeline.events;
+    core::Time step = in.timeline.step_time;
+    for (const auto& splice : splices) {
+        r.ops += static_cast<long>(splice.copies * (splice.op_end - splice.op_begin));
+        r.events += splice.copies * splice.events;
+        step += static_cast<core::Time>(splice.copies) * splice.period;
+    }
 
-    r.step_time_s = core::to_seconds(in.timeline.step_time);
+    r.step_time_s = core::to_seconds(step);
     r.tokens_per_step =
         static_cast<double>(in.training.global_batch) * in.model.tokens_per_sample(in.training.seq_len);
     r.tokens_per_s = r.step_time_s > 0 ? r.tokens_per_step / r.step_time_s : 0.0;
@@ -97,6 +124,11 @@ RunReport build_report(const ReportInput& in) {
     r.model_flops_per_step = model_flops_per_step(in.model, in.training, in.mfu_attention);
     double executed_per_chip = 0.0;
     for (const auto& op : ops) executed_per_chip += op.flops;
+    for (const auto& splice : splices) {
+        double period_flops = 0.0;
+        for (std::size_t i = splice.op_begin; i < splice.op_end; ++i) period_flops += ops[i].flops;
+        executed_per_chip += static_cast<double>(splice.copies) * period_flops;
+    }
     r.hardware_flops_per_step = executed_per_chip * static_cast<double>(r.chips);
     double capacity = r.step_time_s * static_cast<double>(r.chips) * r.peak_flops_per_chip;
     r.mfu = capacity > 0 ? r.model_flops_per_step / capacity : 0.0;
@@ -134,70 +166,86 @@ RunReport build_report(const ReportInput& in) {
     std::array<CategoryStat, kCategories> stats;
     std::array<bool, kCategories> seen{};
     std::array<CategoryStat, 3> shapes;  // by cost::MatmulShapeClass
-    double matmul_time = 0.0;
+    // Times are summed in integer picoseconds, exactly, whatever the order: a folded report adds a
+    // period's sums once per copy and must give the same numbers.
+    core::Time matmul_time = 0, device_op_time = 0;
+    std::array<core::Time, 4> phase_time{};  // by workload::Phase
+    std::array<core::Time, kCategories> category_time{};
+    std::array<core::Time, 3> shape_time{};
     std::vector<core::Time> busy(in.program.resources.size(), 0);
-    double device_op_time = 0.0;
+    // One op's share, `weight` times (the copies of a spliced period).
+    auto account = [&](std::size_t i, std::size_t weight) {
+        const auto& op = ops[i];
+        const core::Time time = static_cast<core::Time>(weight) * (spans[i].end - spans[i].start);
+        busy[static_cast<std::size_t>(op.resource)] += time;
+        if (op.category != parallel::OpCategory::host) {
+            if (!parallel::is_collective(op.category) && op.category != parallel::OpCategory::copy)
+                phase_time[static_cast<std::size_t>(op.phase)] += time;
+            device_op_time += time;
+        }
+        if (op.category == parallel::OpCategory::matmul) {
+            const auto shape = static_cast<std::size_t>(in.costs[i].shape_class);
+            if (!op.continuation) shapes[shape].count += static_cast<long>(weight);
+            shape_time[shape] += time;
+            matmul_time += time;
+        }
+        const auto category = static_cast<std::size_t>(op.category);
+        seen[category] = true;
+        if (!op.continuation) stats[category].count += static_cast<long>(weight);
+        category_time[category] += time;
+    };
     for (std::size_t i = 0; i < ops.size(); ++i) {
         const auto& op = ops[i];
         Interval iv{spans[i].start, spans[i].end};
-        busy[static_cast<std::size_t>(op.resource)] += iv.second - iv.first;
-        double seconds = core::to_seconds(iv.second - iv.first);
         if (op.category == parallel::OpCategory::host) {
             host.push_back(iv);
+        } else if (parallel::is_collective(op.category) || op.category == parallel::OpCategory::copy) {
+            comm.push_back(iv);
         } else {
-            if (parallel::is_collective(op.category) || op.category == parallel::OpCategory::copy) {
-                comm.push_back(iv);
-            } else {
-                compute.push_back(iv);
-                switch (op.phase) {
-                    case workload::Phase::forward:
-                        r.forward_s += seconds;
-                        break;
-                    case workload::Phase::backward:
-                        r.backward_s += seconds;
-                        break;
-                    case workload::Phase::recompute:
-                        r.recompute_s += seconds;
-                        break;
-                    case workload::Phase::optimizer:
-                        r.optimizer_s += seconds;
-                        break;
-                }
-            }
-            device_op_time += seconds;
+            compute.push_back(iv);
         }
-        if (op.category == parallel::OpCategory::matmul) {
-            auto& shape_stat = shapes[static_cast<std::size_t>(in.costs[i].shape_class)];
-            if (!op.continuation) ++shape_stat.count;
-            shape_stat.time_s += seconds;
-            matmul_time += seconds;
-        }
-        auto& s = stats[static_cast<std::size_t>(op.category)];
-        seen[static_cast<std::size_t>(op.category)] = true;
-        if (!op.continuation) ++s.count;
-        s.time_s += seconds;
+        account(i, 1);
     }
+    for (const auto& splice : splices)
+        for (std::size_t i = splice.op_begin; i < splice.op_end; ++i) account(i, splice.copies);
+    r.forward_s = core::to_seconds(phase_time[static_cast<std::size_t>(workload::Phase::forward)]);
+    r.backward_s = core::to_seconds(phase_time[static_cast<std::size_t>(workload::Phase::backward)]);
+    r.recompute_s = core::to_seconds(phase_time[static_cast<std::size_t>(workload::Phase::recompute)]);
+    r.optimizer_s = core::to_seconds(phase_time[static_cast<std::size_t>(workload::Phase::optimizer)]);
+    for (std::size_t c = 0; c < kCategories; ++c) stats[c].time_s = core::to_seconds(category_time[c]);
+    for (std::size_t c = 0; c < shapes.size(); ++c) shapes[c].time_s = core::to_seconds(shape_time[c]);
     compute = merged(compute);
     comm = merged(comm);
     host = merged(host);
-    const core::Time step = in.timeline.step_time;
-    const core::Time compute_t = length(compute);
-    const core::Time comm_t = length(comm);
-    const core::Time comm_hidden = overlap(comm, compute);
+    core::Time compute_t = length(compute);
+    core::Time comm_t = length(comm);
+    core::Time comm_hidden = overlap(comm, compute);
     auto device = unite(compute, comm);
     auto everything = unite(device, host);
+    core::Time everything_t = length(everything), device_t = length(device);
+    // A spliced copy adds what its template period [at - period, at) holds.
+    for (const auto& splice : splices) {
+        const core::Time lo = splice.at - splice.period, hi = splice.at;
+        const auto copies = static_cast<core::Time>(splice.copies);
+        compute_t += copies * length_within(compute, lo, hi);
+        comm_t += copies * length_within(comm, lo, hi);
+        comm_hidden += copies * overlap(clipped(comm, lo, hi), clipped(compute, lo, hi));
+        everything_t += copies * length_within(everything, lo, hi);
+        device_t += copies * length_within(device, lo, hi);
+    }
     r.compute_s = core::to_seconds(compute_t);
     r.communication_s = core::to_seconds(comm_t);
     r.overlapped_communication_s = core::to_seconds(comm_hidden);
     r.exposed_communication_s = core::to_seconds(comm_t - comm_hidden);
-    r.host_s = core::to_seconds(length(everything) - length(device));
-    r.idle_s = core::to_seconds(step - length(everything));
+    r.host_s = core::to_seconds(everything_t - device_t);
+    r.idle_s = core::to_seconds(step - everything_t);
 
     for (std::size_t c = 0; c < kCategories; ++c) {
         if (!seen[c]) continue;
         CategoryStat& s = stats[c];
         s.category = std::string(parallel::category_name(static_cast<parallel::OpCategory>(c)));
-        s.fraction = s.category == "host" || device_op_time <= 0 ? 0.0 : s.time_s / device_op_time;
+        s.fraction =
+            s.category == "host" || device_op_time <= 0 ? 0.0 : s.time_s / core::to_seconds(device_op_time);
         r.op_stats.push_back(s);
     }
     std::sort(r.op_stats.begin(), r.op_stats.end(), [](const CategoryStat& a, const CategoryStat& b) {
@@ -209,7 +257,7 @@ RunReport build_report(const ReportInput& in) {
         CategoryStat s = shapes[static_cast<std::size_t>(shape)];
         if (s.count == 0) continue;
         s.category = std::string(cost::shape_class_name(shape));
-        s.fraction = matmul_time > 0 ? s.time_s / matmul_time : 0.0;
+        s.fraction = matmul_time > 0 ? s.time_s / core::to_seconds(matmul_time) : 0.0;
         r.matmul_shapes.push_back(s);
     }
     for (std::size_t i = 0; i < busy.size(); ++i) {

@@ -33,6 +33,8 @@ struct ReportInput {
     const memory::MemoryProfile& memory;
     const memory::HostMemory& host;
     double compile_time_s = 0.0;
+    // A folded simulation (run/fold.hpp): periods inserted into the timeline; null for none.
+    const std::vector<scheduler::Splice>* splices = nullptr;
 };
 
 // Model FLOPs per step, DESIGN.md §3: 6·N·tokens, plus 12·L·S·(heads·head_dim) per token when

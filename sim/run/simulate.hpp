@@ -35,6 +35,8 @@ struct Simulation {
     memory::MemoryProfile memory;
     memory::HostMemory host_memory;
     report::RunReport report;
+    // Layers of the cut model that was simulated when folded (SimulateOptions::fold), else 0.
+    int folded_layers = 0;
 };
 
 // Runs the whole pipeline on a validated spec. Pure: no I/O, no global state, safe to call from
@@ -48,6 +50,11 @@ struct SimulateOptions {
     bool exact = false;
     // Fill timeline.link_bytes (scheduler::ScheduleOptions::count_link_bytes).
     bool link_bytes = false;
+    // Simulate a model cut to a few layers and splice the repeated periods into the report
+    // (docs/model.md, "Folding layers"): the same report, but `program`, `costs`, `timeline` and the
+    // memory samples are of the cut model (Simulation::folded_layers), so callers that dump or trace
+    // them leave it off. Never with `exact`.
+    bool fold = false;
 };
 
 // The same sharing what configs have in common through `cache` (one per thread): sweeps lower each

@@ -140,7 +140,8 @@ class ProgramRun final : public core::EventHandler, public network::TransferList
         std::size_t extra_begin = 0;
         for (std::size_t i = 0; i < n; ++i) {
             std::size_t extra_end = extra_begin;  // extra edges come sorted by target
-            while (extra_end < extra.size() && static_cast<std::size_t>(extra[extra_end].second) == i) ++extra_end;
+            while (extra_end < extra.size() && static_cast<std::size_t>(extra[extra_end].second) == i)
+                ++extra_end;
             auto for_each_dep = [&](auto&& f) {
                 for (int d : program_.ops[i].deps)
                     if (on_other_resource(d, i)) f(d);
@@ -275,6 +276,8 @@ class ProgramRun final : public core::EventHandler, public network::TransferList
                 region_of_boundary_[regions[g].first_op + k * regions[g].length] = static_cast<int>(g);
             states_.emplace_back();
             states_.back().region = regions[g];
+            timeline_.regions.push_back(
+                RegionRecord{regions[g].first_op, regions[g].length, regions[g].count});
         }
         logging_ = true;
     }
@@ -458,8 +461,10 @@ class ProgramRun final : public core::EventHandler, public network::TransferList
             for (std::size_t l = 0; l < alone_link_bytes_.size(); ++l)
                 alone_link_bytes_[l] += repeats * (alone_link_bytes_[l] - from.alone_link_bytes[l]);
         }
-        jumped_events_ += periods * (engine_.events_processed() + replayed_events_ - from.events);
-        timeline_.jumps.push_back(PeriodJump{boundary_op, length, periods, from.time, period});
+        const std::uint64_t events_per_period = engine_.events_processed() + replayed_events_ - from.events;
+        jumped_events_ += periods * events_per_period;
+        timeline_.jumps.push_back(
+            PeriodJump{boundary_op, length, periods, from.time, period, events_per_period});
     }
 
     const parallel::DeviceProgram& program_;

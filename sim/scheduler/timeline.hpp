@@ -26,14 +26,35 @@ struct PeriodJump {
     std::size_t periods = 0;
     core::Time template_start = 0;
     core::Time period = 0;
+    std::uint64_t events_per_period = 0;  // engine events one period stands for
+};
+
+// A run of `count` identical blocks of `length` ops from `first_op` (scheduler/periods.hpp) that the
+// scheduler watched for a repeating state, whether or not it jumped.
+struct RegionRecord {
+    std::size_t first_op = 0;
+    std::size_t length = 0;
+    std::size_t count = 0;
+};
+
+// Periods a folded simulation inserts into its timeline (run/fold.hpp): `copies` more copies of the
+// period [at - period, at), whose ops are [op_begin, op_end), all at `at`; what ran from `at` on
+// moves `copies` periods later. Splices are in time order and their periods do not overlap.
+struct Splice {
+    core::Time at = 0;
+    core::Time period = 0;
+    std::size_t copies = 0;
+    std::size_t op_begin = 0, op_end = 0;
+    std::uint64_t events = 0;  // per period
 };
 
 struct Timeline {
     std::vector<Span> spans;  // indexed like DeviceProgram::ops
     core::Time step_time = 0;
-    std::uint64_t events = 0;        // events the engine processed
-    std::vector<double> link_bytes;  // bytes each torus link carried, when a network was simulated
-    std::vector<PeriodJump> jumps;   // in the order they happened
+    std::uint64_t events = 0;           // events the engine processed
+    std::vector<double> link_bytes;     // bytes each torus link carried, when a network was simulated
+    std::vector<PeriodJump> jumps;      // in the order they happened
+    std::vector<RegionRecord> regions;  // with ScheduleOptions::jump_periods, in program order
 
     // Repeated periods not simulated one by one (ScheduleOptions).
     std::uint64_t periods_jumped() const {

@@ -160,7 +160,8 @@ SweepSummary run_sweep(const config::SweepPlan& plan, const SweepOptions& option
                 Row row;
                 std::exception_ptr error;
                 try {
-                    row = row_from(task.second, todo[task.first], cache, run::SimulateOptions{options.exact});
+                    row = row_from(task.second, todo[task.first], cache,
+                                   run::SimulateOptions{.exact = options.exact, .fold = !options.exact});
                 } catch (...) {
                     error = std::current_exception();
                 }

@@ -66,10 +66,14 @@ void differences(const nlohmann::json& a, const nlohmann::json& b, const std::st
 // Simulates `spec` fast (with a cache shared across calls) and exactly; returns what differs.
 // With `uncounted`, also fast without counting link bytes (as `podsim run` does), which must change
 // nothing else.
+// With `folded`, also folded (SimulateOptions::fold), which must give the same report; counts in
+// `folds` whether it folded.
 std::vector<std::string> compare_modes(const run::RunSpec& spec, run::SimulationCache& cache,
-                                       bool uncounted = false) {
+                                       bool uncounted = false, int* folds = nullptr) {
     run::Simulation fast = run::simulate(spec, cache, run::SimulateOptions{.link_bytes = true});
     std::vector<std::string> out;
+    run::Simulation folded = run::simulate(spec, cache, run::SimulateOptions{.fold = true});
+    if (folds && folded.folded_layers > 0) ++*folds;
     if (uncounted) {
         run::Simulation plain = run::simulate(spec, cache);
         if (!plain.timeline.link_bytes.empty()) out.push_back("link bytes counted although not asked for");
@@ -103,8 +107,11 @@ std::vector<std::string> compare_modes(const run::RunSpec& spec, run::Simulation
             break;
         }
     }
-    differences(nlohmann::json::parse(report::format_json(fast.report)),
-                nlohmann::json::parse(report::format_json(exact.report)), "report", out);
+    const std::string exact_report = report::format_json(exact.report);
+    differences(nlohmann::json::parse(report::format_json(fast.report)), nlohmann::json::parse(exact_report),
+                "report", out);
+    differences(nlohmann::json::parse(report::format_json(folded.report)),
+                nlohmann::json::parse(exact_report), "folded report", out);
     return out;
 }
 
@@ -113,7 +120,7 @@ std::vector<std::string> compare_modes(const run::RunSpec& spec, run::Simulation
 TEST_CASE("fast and exact simulation agree on every shipped config") {
     namespace fs = std::filesystem;
     run::SimulationCache cache;
-    int checked = 0;
+    int checked = 0, folds = 0;
     for (const char* folder : {"configs", "tests/validation"}) {
         std::vector<fs::path> files;
         for (const auto& e : fs::directory_iterator(test::source_path(folder)))
@@ -127,12 +134,14 @@ TEST_CASE("fast and exact simulation agree on every shipped config") {
             } catch (const core::UserError&) {
                 continue;  // a validation case without a run (a collective or a whole run)
             }
-            auto diff = compare_modes(spec, cache, true);
+            auto diff = compare_modes(spec, cache, true, &folds);
             CHECK_MESSAGE(diff.empty(), fmt::format("{}", fmt::join(diff, "\n")));
             ++checked;
         }
     }
     CHECK(checked >= 30);
+    MESSAGE(fmt::format("{} of {} shipped configs folded", folds, checked));
+    CHECK(folds >= checked / 2);
 }
 
 TEST_CASE("fast and exact simulation agree on random points of the GPT-3 175B sweep") {
@@ -141,17 +150,20 @@ TEST_CASE("fast and exact simulation agree on random points of the GPT-3 175B sw
     std::mt19937_64 random(12);
     std::uniform_int_distribution<std::size_t> pick(0, plan.size() - 1);
     run::SimulationCache cache;
-    int simulated = 0, draws = 0;
+    int simulated = 0, draws = 0, folds = 0;
     while (simulated < kSweepPoints) {
         REQUIRE(++draws < 20 * kSweepPoints);
         const std::size_t index = pick(random);
         auto instance = plan.make(index);
         if (!instance.ok) continue;  // does not shard
         CAPTURE(index);
-        auto diff = compare_modes(instance.spec, cache);
+        auto diff = compare_modes(instance.spec, cache, false, &folds);
         CHECK_MESSAGE(diff.empty(), fmt::format("{}", fmt::join(diff, "\n")));
         ++simulated;
     }
+    // Nearly every point of this sweep folds (the rest are simulated whole, and agree as well).
+    MESSAGE(fmt::format("{} of {} sweep points folded", folds, simulated));
+    CHECK(folds >= simulated * 9 / 10);
 }
 
 TEST_CASE("a state that repeats every second layer is jumped two layers at a time") {
@@ -179,4 +191,27 @@ TEST_CASE("a state that repeats every second layer is jumped two layers at a tim
     CHECK(two_layer_jump);
     auto diff = compare_modes(instance.spec, cache);
     CHECK_MESSAGE(diff.empty(), fmt::format("{}", fmt::join(diff, "\n")));
+}
+
+TEST_CASE("a model is folded to 12 layers (13 when odd) only when it has more to splice in") {
+    // The default config, GPT-2 2B: 18 layers, folded to 12 with 6 layers spliced into each run.
+    auto spec = test::load_config("configs/default.yaml");
+    REQUIRE(spec.model.layers == 18);
+    run::SimulationCache cache;
+    const run::SimulateOptions fold{.fold = true};
+    auto folded = run::simulate(spec, cache, fold);
+    CHECK(folded.folded_layers == 12);
+    CHECK(folded.program.ops.size() < static_cast<std::size_t>(folded.report.ops));
+    auto whole = run::simulate(spec, cache);
+    CHECK(whole.folded_layers == 0);
+    CHECK(report::format_json(folded.report) == report::format_json(whole.report));
+    spec.model.layers = 19;  // a period may be two layers: the cut keeps the parity
+    CHECK(run::simulate(spec, cache, fold).folded_layers == 13);
+    spec.model.layers = 13;  // cut to 13: nothing to splice in, simulated whole
+    CHECK(run::simulate(spec, cache, fold).folded_layers == 0);
+    spec.model.layers = 18;
+    CHECK(run::simulate(spec, cache, run::SimulateOptions{.exact = true, .fold = true}).folded_layers == 0);
+    // A graph compiled every step pays for every op of the whole program on the host: not folded.
+    spec.runtime.recompile_every_step = true;
+    CHECK(run::simulate(spec, cache, fold).folded_layers == 0);
 }

@@ -192,3 +192,91 @@ TEST_CASE("frees come before allocations at one instant whatever kind of change 
     CHECK(profile.samples[2].live_bytes == 60.0);
     CHECK(profile.samples[3].live_bytes == 0.0);
 }
+
+namespace {
+
+// A forward of `layers` layers and its backward on one TensorCore, every op 1 us: each layer's
+// output (8 bytes) is kept until its backward op ends; the layers between the first and the last
+// also make a 100-byte temporary first, freed when the next op ends. So the live bytes climb by 8 a
+// layer, and the highest point is in the last middle layer (the last layer has no temporary).
+struct Layers {
+    parallel::DeviceProgram program;
+    scheduler::Timeline timeline;
+    std::vector<std::size_t> forward_start, backward_start;  // first op of each layer's pass
+};
+
+Layers synthetic_layers(int layers) {
+    Layers out;
+    out.program.resources.push_back({"compute", parallel::ResourceKind::compute, -1});
+    out.program.params_bytes = 1000.0;
+    const core::Time op_time = 1000000;
+    auto add = [&](int layer, workload::Phase phase, double bytes, bool kept) {
+        parallel::DeviceOp op;
+        op.category = parallel::OpCategory::fusion;
+        op.phase = phase;
+        op.layer = layer;
+        op.output_bytes = bytes;
+        op.kept_for_backward = kept;
+        const auto i = static_cast<int>(out.program.ops.size());
+        out.program.ops.push_back(op);
+        out.timeline.spans.push_back({i, 0, i * op_time, (i + 1) * op_time});
+    };
+    out.forward_start.resize(static_cast<std::size_t>(layers));
+    out.backward_start.resize(static_cast<std::size_t>(layers));
+    for (int l = 0; l < layers; ++l) {
+        out.forward_start[static_cast<std::size_t>(l)] = out.program.ops.size();
+        if (l > 0 && l < layers - 1) add(l, workload::Phase::forward, 100.0, false);
+        add(l, workload::Phase::forward, 8.0, true);
+    }
+    for (int l = layers - 1; l >= 0; --l) {
+        out.backward_start[static_cast<std::size_t>(l)] = out.program.ops.size();
+        add(l, workload::Phase::backward, 0.0, false);
+    }
+    out.timeline.step_time = static_cast<core::Time>(out.program.ops.size()) * op_time;
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("a folded memory profile is the whole model's: periods spliced in with their drift") {
+    // 40 layers against 12 layers with 28 copies of a middle layer spliced into the forward (2 ops,
+    // +8 bytes each) and of a middle layer's backward (1 op, -8 bytes each).
+    const int whole_layers = 40, cut_layers = 12;
+    const Layers whole = synthetic_layers(whole_layers);
+    const Layers cut = synthetic_layers(cut_layers);
+    const auto full = memory::profile_memory(whole.program, whole.timeline, 1e9);
+    // The peak: 1000 params + 39 kept outputs (layers 0 to 38) + layer 38's temporary = 1412 bytes,
+    // when layer 38's kept output is made (op 1 + 37 x 2 + 1 = 76, at 76 us).
+    CHECK(full.peak_bytes == 1000.0 + 39 * 8.0 + 100.0);
+    CHECK(full.peak_time == 76 * 1000000);
+    CHECK(whole.program.ops[static_cast<std::size_t>(full.peak_op)].layer == 38);
+    const auto start = [&](std::size_t op) { return cut.timeline.spans[op].start; };
+    const auto copies = static_cast<std::size_t>(whole_layers - cut_layers);
+    const std::size_t backward_at = cut.backward_start[5];
+    const scheduler::Splice backward{start(backward_at),
+                                     start(backward_at) - start(cut.backward_start[6]),
+                                     copies,
+                                     cut.backward_start[6],
+                                     backward_at,
+                                     1};
+    // Splicing the forward's copies in before layer 6 (the peak is then the cut model's own layer
+    // 10, moved 28 layers on) or before the last layer 11 (the peak is in the last copy of layer 10).
+    for (int before_layer : {6, 11}) {
+        CAPTURE(before_layer);
+        const std::size_t at = cut.forward_start[static_cast<std::size_t>(before_layer)];
+        const std::size_t template_op = cut.forward_start[static_cast<std::size_t>(before_layer - 1)];
+        const std::vector<scheduler::Splice> splices{
+            {start(at), start(at) - start(template_op), copies, template_op, at, 2}, backward};
+        const memory::MemoryFold fold{splices, 1000.0, 0.0, 0.0};
+        memory::FoldedPeak where;
+        const auto folded = memory::profile_memory(cut.program, cut.timeline, 1e9, &fold, &where);
+        CHECK(folded.peak_bytes == full.peak_bytes);
+        CHECK(folded.peak_time == full.peak_time);
+        CHECK(folded.at_peak.params == full.at_peak.params);
+        CHECK(folded.at_peak.activations == full.at_peak.activations);
+        CHECK(folded.at_peak.temporaries == full.at_peak.temporaries);
+        CHECK(cut.program.ops[static_cast<std::size_t>(folded.peak_op)].layer == 10);
+        CHECK(where.splice == 0);
+        CHECK(where.copy == (before_layer == 6 ? 0 : copies));
+    }
+}
