@@ -20,16 +20,21 @@ constexpr double kBytesEpsilon = 1e-3;
 FlowNetwork::Scratch::Scratch(std::size_t links)
     : capacity(links), unfixed_on_link(links, 0), first_flow(links), next_flow(links) {}
 
+// A step meets a few hundred sets of flows at most (150 on the slow 16x16x16 config); past this many,
+// new sets are solved each time (a sweep's cache then starts the memo again), which bounds the memo
+// to a few megabytes.
+constexpr std::size_t kMaxMemoEntries = 1024;
+
 void FlowNetwork::Scratch::RateMemo::clear() {
     entries.clear();
     std::fill(slots.begin(), slots.end(), 0u);
 }
 
-namespace {
+bool FlowNetwork::Scratch::RateMemo::full() const {
+    return entries.size() >= kMaxMemoEntries;
+}
 
-// A step meets a few hundred sets of flows at most (150 on the slow 16x16x16 config); past this many,
-// new sets are solved each time, which bounds the memo to a few megabytes.
-constexpr std::size_t kMaxMemoEntries = 1024;
+namespace {
 
 std::uint64_t flows_hash(const std::vector<const Flow*>& flows, const std::vector<double>* bandwidth) {
     std::uint64_t h = 14695981039346656037ull;  // FNV-1a over the addresses
@@ -92,7 +97,7 @@ FlowNetwork::FlowNetwork(core::Engine& engine, const std::vector<double>& link_b
       count_link_bytes_(count_link_bytes),
       reuse_rates_(reuse_rates) {
     // Rates solved for networks before this one may name flows of plans that are gone.
-    scratch_->rates.clear();
+    if (!scratch_->keep_rates) scratch_->rates.clear();
 }
 
 void FlowNetwork::start(const std::vector<FlowPhase>& phases, TransferListener& listener, std::uint64_t tag) {

@@ -45,8 +45,13 @@ class FlowNetwork final : public core::EventHandler {
             std::vector<Entry> entries;
             std::vector<std::uint32_t> slots;  // open addressing: entry index + 1, 0 when empty
             void clear();
+            bool full() const;  // new sets are no longer remembered
         };
         RateMemo rates;
+        // Keep the memo when a network is built on this scratch: its owner then clears it whenever
+        // a flow or bandwidth vector the memo names may be freed or moved (run::SimulationCache, whose
+        // cached plans outlive the configs of a sweep). By default each new network clears it.
+        bool keep_rates = false;
         std::vector<const Flow*> memo_key;  // the active flows of the reallocation being looked up
         explicit Scratch(std::size_t links);
     };

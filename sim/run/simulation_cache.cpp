@@ -39,6 +39,7 @@ std::shared_ptr<const network::Torus> SimulationCache::torus(const hardware::Top
         tori_.clear();
         plans_.clear();  // keyed by torus address
         bandwidths_.clear();
+        if (scratch_) scratch_->rates.clear();  // names their flows and bandwidth vectors
     }
     auto t = std::make_shared<const network::Torus>(topology, slice, twisted);
     tori_.push_back({topology.ici, topology.chip.devices_per_chip, topology.chip.intra_chip_bandwidth, slice,
@@ -56,8 +57,14 @@ const std::vector<double>& SimulationCache::link_bandwidth(const std::shared_ptr
 }
 
 network::FlowNetwork::Scratch& SimulationCache::scratch(std::size_t links) {
-    if (!scratch_ || scratch_->capacity.size() < links)
+    if (!scratch_ || scratch_->capacity.size() < links) {
         scratch_ = std::make_unique<network::FlowNetwork::Scratch>(links);
+        // Rates solved for one config serve the next ones: the memo names flows of cached plans and
+        // cached bandwidth vectors, and is cleared whenever those may go (above and in plan()).
+        scratch_->keep_rates = true;
+    }
+    // A full memo remembers nothing new: start again, so that later configs' sets are kept.
+    if (scratch_->rates.full()) scratch_->rates.clear();
     return *scratch_;
 }
 
@@ -72,7 +79,10 @@ std::shared_ptr<const CachedPlan> SimulationCache::plan(const std::shared_ptr<co
                 hop_latency, launch_overhead,        link_efficiency};
     auto it = plans_.find(key);
     if (it != plans_.end()) return it->second;
-    if (plans_.size() >= kMaxPlans) plans_.clear();
+    if (plans_.size() >= kMaxPlans) {
+        plans_.clear();
+        if (scratch_) scratch_->rates.clear();  // names the plans' flows
+    }
     auto entry = std::make_shared<CachedPlan>();
     entry->plan = collectives::plan_collective(*torus, kind, bytes, parts, hop_latency, launch_overhead);
     const std::vector<double>& bandwidth = link_bandwidth(torus, link_efficiency);
