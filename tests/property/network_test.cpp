@@ -185,8 +185,26 @@ TEST_CASE("max-min rates reused for flows seen before are the rates the solver g
     // Contention made the first all-gather slower than alone.
     CHECK(core::to_seconds(done.at[0]) > run::run_concurrently(torus, {first}, 1.0)[0]);
 
-    // A network built later on the same scratch starts from an empty memo: the flows it remembers
-    // may belong to plans that are gone.
+    // A scratch whose owner keeps the plans alive (run::SimulationCache) keeps the memo for the
+    // next network: the same pair on a new engine solves nothing new, with the same times.
+    scratch.keep_rates = true;
+    {
+        core::Engine next_engine;
+        network::FlowNetwork next(next_engine, bandwidth, scratch, false);
+        Done next_done;
+        starter.network = &next;
+        starter.done = &next_done;
+        next_engine.schedule_at(0, starter, 0);
+        next_engine.schedule_at(offset, starter, 1);
+        next_engine.run();
+        CHECK(scratch.rates.entries.size() == solved_by_first_pair);
+        CHECK(next_done.at[0] == done.at[0]);
+        CHECK(next_done.at[1] == done.at[1]);
+    }
+    scratch.keep_rates = false;
+
+    // Otherwise a network built later on the same scratch starts from an empty memo: the flows it
+    // remembers may belong to plans that are gone.
     core::Engine other_engine;
     network::FlowNetwork other(other_engine, bandwidth, scratch, false);
     CHECK(scratch.rates.entries.empty());
