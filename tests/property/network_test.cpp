@@ -185,22 +185,23 @@ TEST_CASE("max-min rates reused for flows seen before are the rates the solver g
     // Contention made the first all-gather slower than alone.
     CHECK(core::to_seconds(done.at[0]) > run::run_concurrently(torus, {first}, 1.0)[0]);
 
+    // The first pair alone on a new network over the scratch: its end times.
+    auto run_pair = [&](bool reuse_rates) {
+        core::Engine pair_engine;
+        network::FlowNetwork pair_network(pair_engine, bandwidth, scratch, false, reuse_rates);
+        Done pair_done;
+        starter.network = &pair_network;
+        starter.done = &pair_done;
+        pair_engine.schedule_at(0, starter, 0);
+        pair_engine.schedule_at(offset, starter, 1);
+        pair_engine.run();
+        return std::make_pair(pair_done.at[0], pair_done.at[1]);
+    };
     // A scratch whose owner keeps the plans alive (run::SimulationCache) keeps the memo for the
-    // next network: the same pair on a new engine solves nothing new, with the same times.
+    // next network: the same pair solves nothing new, with the same times.
     scratch.keep_rates = true;
-    {
-        core::Engine next_engine;
-        network::FlowNetwork next(next_engine, bandwidth, scratch, false);
-        Done next_done;
-        starter.network = &next;
-        starter.done = &next_done;
-        next_engine.schedule_at(0, starter, 0);
-        next_engine.schedule_at(offset, starter, 1);
-        next_engine.run();
-        CHECK(scratch.rates.entries.size() == solved_by_first_pair);
-        CHECK(next_done.at[0] == done.at[0]);
-        CHECK(next_done.at[1] == done.at[1]);
-    }
+    CHECK(run_pair(true) == std::make_pair(done.at[0], done.at[1]));
+    CHECK(scratch.rates.entries.size() == solved_by_first_pair);
     scratch.keep_rates = false;
 
     // Otherwise a network built later on the same scratch starts from an empty memo: the flows it
@@ -211,17 +212,8 @@ TEST_CASE("max-min rates reused for flows seen before are the rates the solver g
 
     // The full simulation (reuse_rates off) solves every reallocation and remembers none, with
     // the same completion times.
-    core::Engine exact_engine;
-    network::FlowNetwork exact(exact_engine, bandwidth, scratch, false, false);
-    Done exact_done;
-    starter.network = &exact;
-    starter.done = &exact_done;
-    exact_engine.schedule_at(0, starter, 0);
-    exact_engine.schedule_at(offset, starter, 1);
-    exact_engine.run();
+    CHECK(run_pair(false) == std::make_pair(done.at[0], done.at[1]));
     CHECK(scratch.rates.entries.empty());
-    CHECK(exact_done.at[0] == done.at[0]);
-    CHECK(exact_done.at[1] == done.at[1]);
 }
 
 TEST_CASE("split dimensions: two axes on one torus dimension share its links") {

@@ -1,0 +1,139 @@
+#include "run/fold.hpp"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+namespace podsim::run {
+namespace {
+
+// Layers of the cut model a folded simulation runs: enough for every run of layers to settle into
+// its period and jump, with the first and last layers of each run (which differ) apart. The cut
+// model has the whole one's parity, as a period may be two layers.
+constexpr int kFoldLayers = 12;
+// Layers at either end of the cut model that may fall outside the periodic regions.
+constexpr int kFoldEdgeLayers = 3;
+
+// The layer of the whole model that op `op` of the cut model stands for, run by copy `copy` of
+// splice `splice` (copy 0: the cut model's own run of it).
+int folded_layer(const Simulation& sim, const Fold& fold, std::size_t op, std::size_t splice,
+                 std::size_t copy) {
+    const auto& ops = sim.program.ops;
+    const int layer = ops[op].layer;
+    const int extra = fold.layers - fold.cut_layers;
+    for (std::size_t r = 0; r < sim.timeline.regions.size(); ++r) {
+        const auto& region = sim.timeline.regions[r];
+        if (op < region.first_op || op >= region.first_op + region.length * region.count) continue;
+        const auto& jump = sim.timeline.jumps[fold.jump_of_region[r]];
+        const int first = ops[region.first_op].layer;
+        const int step = ops[region.first_op + region.length].layer - first;
+        const auto block = static_cast<int>((op - region.first_op) / region.length);
+        const auto jump_block = static_cast<int>((jump.first_op - region.first_op) / region.length);
+        const auto period_blocks = static_cast<int>(jump.length / region.length);
+        int whole_block = block >= jump_block ? block + extra : block;
+        if (copy > 0 && fold.region_of_splice[splice] == r)
+            whole_block = block + static_cast<int>(copy) * period_blocks;
+        return (step > 0 ? first : first + extra) + step * whole_block;
+    }
+    return layer < fold.cut_layers / 2 ? layer : layer + extra;
+}
+
+}  // namespace
+
+int cut_layers(int layers) {
+    return kFoldLayers + (layers - kFoldLayers) % 2;
+}
+
+std::string folded_peak_name(const Simulation& sim, const Fold& fold, const memory::FoldedPeak& peak) {
+    const auto op = static_cast<std::size_t>(sim.memory.peak_op);
+    std::string name(sim.program.ops[op].name);
+    const int layer = sim.program.ops[op].layer;
+    if (layer < 0) return name;
+    const std::string prefix = fmt::format("layer{}.", layer);
+    if (name.rfind(prefix, 0) != 0) return name;
+    return fmt::format("layer{}.{}", folded_layer(sim, fold, op, peak.splice, peak.copy),
+                       name.substr(prefix.size()));
+}
+
+// Certified when each region of identical blocks is a run of consecutive layers of one microbatch
+// that the scheduler jumped once, by a period that divides the layers added, and no layer away from
+// the ends has an op outside a region.
+std::optional<Fold> make_fold(const RunSpec& spec, const Simulation& cut) {
+    const auto& ops = cut.program.ops;
+    const auto& regions = cut.timeline.regions;
+    const auto& jumps = cut.timeline.jumps;
+    Fold fold;
+    fold.layers = spec.model.layers;
+    fold.cut_layers = cut_layers(spec.model.layers);
+    const int extra = fold.layers - fold.cut_layers;
+    if (regions.size() != jumps.size()) return std::nullopt;
+    std::vector<bool> in_region(ops.size(), false);
+    fold.ops = static_cast<long>(ops.size());
+    for (std::size_t r = 0; r < regions.size(); ++r) {
+        const auto& region = regions[r];
+        const std::size_t end = region.first_op + region.length * region.count;
+        std::size_t found = jumps.size(), inside = 0;
+        for (std::size_t j = 0; j < jumps.size(); ++j) {
+            if (jumps[j].first_op >= region.first_op && jumps[j].first_op < end) {
+                found = j;
+                ++inside;
+            }
+        }
+        if (inside != 1) return std::nullopt;
+        fold.jump_of_region.push_back(found);
+        const auto& jump = jumps[found];
+        // The template period (the one before the jump) lies in the region.
+        if (region.count < 2 || jump.length % region.length != 0 ||
+            jump.first_op < region.first_op + jump.length)
+            return std::nullopt;
+        const int first = ops[region.first_op].layer;
+        const int step = ops[region.first_op + region.length].layer - first;
+        if (first < 0 || (step != 1 && step != -1)) return std::nullopt;
+        for (std::size_t k = 0; k < region.count; ++k) {
+            const auto& op = ops[region.first_op + k * region.length];
+            if (op.layer != first + step * static_cast<int>(k) ||
+                op.microbatch != ops[region.first_op].microbatch)
+                return std::nullopt;
+        }
+        const auto period_blocks = static_cast<int>(jump.length / region.length);
+        if (extra % period_blocks != 0) return std::nullopt;
+        for (std::size_t i = region.first_op; i < end; ++i) in_region[i] = true;
+        const auto copies = static_cast<std::size_t>(extra / period_blocks);
+        fold.splices.push_back(scheduler::Splice{jump.template_start + jump.period, jump.period, copies,
+                                                 jump.first_op - jump.length, jump.first_op,
+                                                 jump.events_per_period});
+        fold.ops += static_cast<long>(copies * jump.length);
+    }
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+        const int layer = ops[i].layer;
+        if (!in_region[i] && layer >= kFoldEdgeLayers && layer < fold.cut_layers - kFoldEdgeLayers)
+            return std::nullopt;
+    }
+    std::vector<std::size_t> order(fold.splices.size());
+    for (std::size_t j = 0; j < order.size(); ++j) order[j] = j;
+    std::sort(order.begin(), order.end(),
+              [&](std::size_t a, std::size_t b) { return fold.splices[a].at < fold.splices[b].at; });
+    std::vector<scheduler::Splice> sorted;
+    for (std::size_t j : order) {
+        sorted.push_back(fold.splices[j]);
+        fold.region_of_splice.push_back(j);  // splice j was made for region j
+    }
+    fold.splices = std::move(sorted);
+    for (std::size_t j = 1; j < fold.splices.size(); ++j)
+        if (fold.splices[j].at - fold.splices[j].period < fold.splices[j - 1].at) return std::nullopt;
+    // Whole-step state: the cut graph's groups are the embedding, one per layer, then the head.
+    const auto& groups = cut.graph->param_groups;
+    if (groups.size() != static_cast<std::size_t>(fold.cut_layers) + 2) return std::nullopt;
+    for (std::size_t g = 2; g + 1 < groups.size(); ++g)
+        if (groups[g].params != groups[1].params || groups[g].tensor_sharded != groups[1].tensor_sharded ||
+            groups[g].matrices != groups[1].matrices)
+            return std::nullopt;
+    std::vector<const workload::ParamGroup*> whole;
+    whole.push_back(&groups.front());
+    for (int l = 0; l < fold.layers; ++l) whole.push_back(&groups[1]);
+    whole.push_back(&groups.back());
+    fold.state = parallel::state_bytes(whole, spec.training, spec.mesh);
+    return fold;
+}
+
+}  // namespace podsim::run
