@@ -121,6 +121,14 @@ std::optional<Fold> make_fold(const RunSpec& spec, const Simulation& cut) {
     fold.splices = std::move(sorted);
     for (std::size_t j = 1; j < fold.splices.size(); ++j)
         if (fold.splices[j].at - fold.splices[j].period < fold.splices[j - 1].at) return std::nullopt;
+    // The whole step must be representable: the whole simulation then reports what is not.
+    core::Time step = cut.timeline.step_time;
+    for (const auto& splice : fold.splices) {
+        core::Time added = 0;
+        if (__builtin_mul_overflow(static_cast<core::Time>(splice.copies), splice.period, &added) ||
+            __builtin_add_overflow(step, added, &step))
+            return std::nullopt;
+    }
     // Whole-step state: the cut graph's groups are the embedding, one per layer, then the head.
     const auto& groups = cut.graph->param_groups;
     if (groups.size() != static_cast<std::size_t>(fold.cut_layers) + 2) return std::nullopt;

@@ -422,6 +422,13 @@ class ProgramRun final : public core::EventHandler, public network::TransferList
     void jump(const Boundary& from, std::size_t length, std::size_t periods, std::size_t boundary_op) {
         const core::Time period = engine_.now() - from.time;
         if (period <= 0) return;
+        // Every instant the jump writes is at most `periods` periods from now (the engine checks the
+        // events it moves): beyond int64 picoseconds the step cannot be represented.
+        core::Time span = 0;
+        if (__builtin_mul_overflow(static_cast<core::Time>(periods), period, &span) ||
+            span > core::kMaxTime - engine_.now())
+            throw core::TimeOverflow(
+                "the simulated time passes the limit of int64 picoseconds (about 106 days)");
         const auto shift_time = [&](core::Time t, std::size_t j) {
             return t + static_cast<core::Time>(j) * period;
         };
