@@ -269,7 +269,7 @@ void FlowNetwork::on_event(core::Time now, std::uint64_t tag) {
     }
     if (tag != generation_) return;  // superseded by a later reallocation
     advance_to(now);
-    std::vector<int> finished_phase;
+    finished_.clear();
     std::size_t kept = 0;
     for (std::size_t i = 0; i < active_.size(); ++i) {
         ActiveFlow& f = active_[i];
@@ -278,14 +278,15 @@ void FlowNetwork::on_event(core::Time now, std::uint64_t tag) {
             if (count_link_bytes_)
                 for (int link : f.flow->links) link_bytes_[static_cast<std::size_t>(link)] += f.remaining;
             Transfer& t = transfers_[static_cast<std::size_t>(f.transfer)];
-            if (--t.flows_left == 0) finished_phase.push_back(f.transfer);
+            if (--t.flows_left == 0) finished_.push_back(f.transfer);
         } else {
             active_[kept++] = f;
         }
     }
     active_.resize(kept);
     if (!active_.empty()) reallocate();
-    for (int slot : finished_phase) finish_phase(slot);
+    // Finishing a phase may start the transfer's next phase or another transfer, never this loop.
+    for (std::size_t i = 0; i < finished_.size(); ++i) finish_phase(finished_[i]);
 }
 
 void FlowNetwork::snapshot(core::Time now, std::uint64_t tag_base, Snapshot& out) const {

@@ -144,6 +144,7 @@ class FlowNetwork final : public core::EventHandler {
     std::vector<Transfer> transfers_;
     std::vector<int> free_transfers_;
     std::vector<ActiveFlow> active_;
+    std::vector<int> finished_;  // transfers whose phase ended at the current event (reused)
     core::Time last_update_ = 0;
     std::uint64_t generation_ = 0;  // invalidates completion events scheduled before a reallocation
 };
