@@ -192,6 +192,11 @@ CommPlan plan_collective(const Torus& torus, CollectiveKind kind, double bytes,
         }
     }
     if (!plan.phases.empty()) plan.phases.front().latency += launch_overhead;
+    for (const auto& phase : plan.phases)
+        for (const auto& flow : phase.flows)
+            plan.links.insert(plan.links.end(), flow.links.begin(), flow.links.end());
+    std::sort(plan.links.begin(), plan.links.end());
+    plan.links.erase(std::unique(plan.links.begin(), plan.links.end()), plan.links.end());
     return plan;
 }
 

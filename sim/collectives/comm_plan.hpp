@@ -17,6 +17,7 @@ struct CommPlan {
     double bytes = 0.0;  // the full array (as in closed_form.hpp)
     int group_size = 1;
     std::vector<CommPhase> phases;
+    std::vector<int> links;  // every link a flow of any phase crosses, sorted, each once
 };
 
 // Lowers a collective over the mesh-axis placement `parts` onto the torus links.

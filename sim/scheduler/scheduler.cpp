@@ -520,13 +520,11 @@ ContentionClasses contention_classes(const parallel::DeviceProgram& program,
         one_resource[a] = one_resource[a] && resource_of_axis[a] == resource;
         if (std::find(seen[a].begin(), seen[a].end(), plan) != seen[a].end()) continue;
         seen[a].push_back(plan);
-        for (const auto& phase : plan->phases)
-            for (const auto& flow : phase.flows)
-                links[a].insert(links[a].end(), flow.links.begin(), flow.links.end());
-    }
-    for (auto& l : links) {
-        std::sort(l.begin(), l.end());
-        l.erase(std::unique(l.begin(), l.end()), l.end());
+        // The union of the axis's plans' sorted link sets (an axis has one plan or a few).
+        std::vector<int> merged;
+        std::set_union(links[a].begin(), links[a].end(), plan->links.begin(), plan->links.end(),
+                       std::back_inserter(merged));
+        links[a] = std::move(merged);
     }
     // Union of axes that share a link or a resource.
     std::vector<std::size_t> parent(axes);
