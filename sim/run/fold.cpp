@@ -67,6 +67,11 @@ std::optional<Fold> make_fold(const RunSpec& spec, const Simulation& cut) {
     fold.cut_layers = cut_layers(spec.model.layers);
     const int extra = fold.layers - fold.cut_layers;
     if (regions.size() != jumps.size()) return std::nullopt;
+    // Offloaded activations: a copy back is issued a layer ahead of its backward, and with
+    // synchronous collectives the spliced reports came out wrong (differential fuzzing against
+    // --exact): not folded until that is understood.
+    for (const auto& op : ops)
+        if (op.category == parallel::OpCategory::copy) return std::nullopt;
     std::vector<bool> in_region(ops.size(), false);
     fold.ops = static_cast<long>(ops.size());
     for (std::size_t r = 0; r < regions.size(); ++r) {
