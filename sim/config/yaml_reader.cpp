@@ -108,8 +108,11 @@ MapReader::MapReader(YAML::Node node, std::string file, std::string path, core::
         return;
     }
     ok_ = true;
-    std::unordered_set<std::string> seen;  // a set: a linear search made 100,000 keys take 11 s
-    std::string known_keys;                // the hint for a key with no close match, made once
+    // Duplicates are looked up in a set once a mapping is large: a linear search made 100,000 keys
+    // take 11 s. A config's mappings hold a few keys, for which the set costs more than it saves.
+    constexpr std::size_t kLinearKeys = 32;
+    std::unordered_set<std::string> seen;
+    std::string known_keys;  // the hint for a key with no close match, made once
     for (auto it = node_.begin(); it != node_.end(); ++it) {
         // A copy: the iterator yields a temporary pair, and a reference into it would dangle.
         YAML::Node key = it->first;
@@ -118,11 +121,20 @@ MapReader::MapReader(YAML::Node node, std::string file, std::string path, core::
             continue;
         }
         const std::string& name = key.Scalar();
-        if (!seen.insert(name).second) {
+        bool repeated = false;
+        if (entries_.size() < kLinearKeys) {
+            for (const auto& entry : entries_) repeated = repeated || entry.first == name;
+        } else {
+            if (seen.empty())
+                for (const auto& entry : entries_) seen.insert(entry.first);
+            repeated = !seen.insert(name).second;
+        }
+        if (repeated) {
             diagnostics_.error(location_of(key, file_), join_path(path_, name),
                                "key given twice (YAML keeps only one of them)");
             continue;
         }
+        entries_.emplace_back(name, it->second);
         if (std::find(allowed_keys.begin(), allowed_keys.end(), name) != allowed_keys.end()) continue;
         std::string message = fmt::format("unknown key '{}'", name);
         if (auto hint = core::closest_match(name, allowed_keys)) {
@@ -136,20 +148,21 @@ MapReader::MapReader(YAML::Node node, std::string file, std::string path, core::
     }
 }
 
+const YAML::Node* MapReader::find(const std::string& key) const {
+    if (ok_)
+        for (const auto& [name, value] : entries_)
+            if (name == key) return &value;
+    return nullptr;
+}
+
 bool MapReader::has(const std::string& key) const {
-    if (!ok_) return false;
-    const YAML::Node& map = node_;
-    YAML::Node value = map[key];
-    return value.IsDefined() && !value.IsNull();
+    const YAML::Node* value = find(key);
+    return value != nullptr && value->IsDefined() && !value->IsNull();
 }
 
 YAML::Node MapReader::raw(const std::string& key) const {
-    if (!ok_) return YAML::Node();
-    // Look up through a const node: yaml-cpp's non-const operator[] yields an invalid node for a
-    // missing key, and any later Type() or Mark() on it throws.
-    const YAML::Node& map = node_;
-    YAML::Node value = map[key];
-    return value.IsDefined() ? value : YAML::Node();
+    const YAML::Node* value = find(key);
+    return value != nullptr && value->IsDefined() ? *value : YAML::Node();
 }
 
 std::string MapReader::path_of(const std::string& key) const {
@@ -157,11 +170,8 @@ std::string MapReader::path_of(const std::string& key) const {
 }
 
 core::SourceLocation MapReader::location(const std::string& key) const {
-    if (ok_) {
-        const YAML::Node& map = node_;
-        YAML::Node value = map[key];
-        if (value.IsDefined()) return location_of(value, file_);
-    }
+    if (const YAML::Node* value = find(key); value != nullptr && value->IsDefined())
+        return location_of(*value, file_);
     return location_of(node_, file_);
 }
 
