@@ -49,7 +49,8 @@ scheduler::NetworkInput plan_network(const RunSpec& spec, Simulation& sim, Simul
             sim.plans.push_back(
                 cache.plan(sim.torus, op.collective, op.collective_bytes, axis.parts,
                            spec.topology.ici.hop_latency * spec.calibration.ici_hop_latency_factor,
-                           spec.calibration.collective_overhead, spec.calibration.ici_link_efficiency));
+                           spec.calibration.collective_overhead, spec.calibration.ici_link_efficiency,
+                           options.link_bytes));
         }
         sim.plan_of_op[i] = it->second;
     }

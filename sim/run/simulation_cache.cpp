@@ -72,11 +72,11 @@ std::shared_ptr<const CachedPlan> SimulationCache::plan(const std::shared_ptr<co
                                                         collectives::CollectiveKind kind, double bytes,
                                                         const std::vector<network::AxisDimPart>& parts,
                                                         double hop_latency, double launch_overhead,
-                                                        double link_efficiency) {
+                                                        double link_efficiency, bool link_bytes) {
     std::vector<std::tuple<int, int, int, bool>> placement;
     for (const auto& p : parts) placement.emplace_back(p.dim, p.size, p.stride, p.wraps);
-    PlanKey key{torus.get(), static_cast<int>(kind), bytes,          std::move(placement),
-                hop_latency, launch_overhead,        link_efficiency};
+    PlanKey key{torus.get(), static_cast<int>(kind), bytes,           std::move(placement),
+                hop_latency, launch_overhead,        link_efficiency, link_bytes};
     auto it = plans_.find(key);
     if (it != plans_.end()) return it->second;
     if (plans_.size() >= kMaxPlans) {
@@ -86,7 +86,7 @@ std::shared_ptr<const CachedPlan> SimulationCache::plan(const std::shared_ptr<co
     auto entry = std::make_shared<CachedPlan>();
     entry->plan = collectives::plan_collective(*torus, kind, bytes, parts, hop_latency, launch_overhead);
     const std::vector<double>& bandwidth = link_bandwidth(torus, link_efficiency);
-    entry->alone = scheduler::run_alone(entry->plan.phases, bandwidth, scratch(bandwidth.size()));
+    entry->alone = scheduler::run_alone(entry->plan.phases, bandwidth, scratch(bandwidth.size()), link_bytes);
     std::shared_ptr<const CachedPlan> shared = std::move(entry);
     plans_.emplace(std::move(key), shared);
     return shared;

@@ -34,7 +34,8 @@ struct LoweredStep {
 };
 
 // What configs of a sweep share: lowered steps per (model, training), tori per (ICI, slice), and
-// collective plans with their runs alone per (torus, kind, bytes, placement, latency, bandwidth).
+// collective plans with their runs alone per (torus, kind, bytes, placement, latency, bandwidth),
+// with or without the links' bytes.
 // Entries are pure functions of their keys, so results never depend on what the cache holds, on the
 // order of the configs or on the number of workers. One per worker (not thread-safe); bounded, so
 // memory stays flat however many configs go through it.
@@ -51,7 +52,8 @@ class SimulationCache {
     std::shared_ptr<const CachedPlan> plan(const std::shared_ptr<const network::Torus>& torus,
                                            collectives::CollectiveKind kind, double bytes,
                                            const std::vector<network::AxisDimPart>& parts, double hop_latency,
-                                           double launch_overhead, double link_efficiency);
+                                           double launch_overhead, double link_efficiency,
+                                           bool link_bytes = true);
 
   private:
     struct TorusEntry {
@@ -62,8 +64,9 @@ class SimulationCache {
         bool twisted = false;
         std::shared_ptr<const network::Torus> torus;
     };
+    // The last member: whether the run alone counted each link's bytes.
     using PlanKey = std::tuple<const network::Torus*, int, double,
-                               std::vector<std::tuple<int, int, int, bool>>, double, double, double>;
+                               std::vector<std::tuple<int, int, int, bool>>, double, double, double, bool>;
 
     std::map<std::string, LoweredStep> lowered_;
     std::vector<TorusEntry> tori_;

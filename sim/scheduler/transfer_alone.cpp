@@ -14,9 +14,10 @@ struct Done final : network::TransferListener {
 }  // namespace
 
 TransferAlone run_alone(const std::vector<network::FlowPhase>& phases,
-                        const std::vector<double>& link_bandwidth, network::FlowNetwork::Scratch& scratch) {
+                        const std::vector<double>& link_bandwidth, network::FlowNetwork::Scratch& scratch,
+                        bool count_link_bytes) {
     core::Engine engine;
-    network::FlowNetwork net(engine, link_bandwidth, scratch);
+    network::FlowNetwork net(engine, link_bandwidth, scratch, count_link_bytes);
     Done done;
     net.start(phases, done, 0);
     engine.run();

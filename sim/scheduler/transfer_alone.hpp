@@ -19,8 +19,11 @@ struct TransferAlone {
     std::vector<std::pair<int, double>> link_bytes;  // (torus link id, bytes carried)
 };
 
-// `scratch` holds at least one entry per link (FlowNetwork::Scratch).
+// `scratch` holds at least one entry per link (FlowNetwork::Scratch). Without `count_link_bytes`
+// the link bytes stay empty: counting them clears and scans an array of every torus link (a few
+// percent of a 175B sweep on 4,096 chips), for reports that do not show them.
 TransferAlone run_alone(const std::vector<network::FlowPhase>& phases,
-                        const std::vector<double>& link_bandwidth, network::FlowNetwork::Scratch& scratch);
+                        const std::vector<double>& link_bandwidth, network::FlowNetwork::Scratch& scratch,
+                        bool count_link_bytes = true);
 
 }  // namespace podsim::scheduler
