@@ -36,14 +36,14 @@ bool FlowNetwork::Scratch::RateMemo::full() const {
 
 namespace {
 
-// FNV-1a over the bandwidth vector's address and the flows' addresses, in active order; built flow
-// by flow while the flows are walked for another reason.
-constexpr std::uint64_t kHashBasis = 14695981039346656037ull;
-std::uint64_t hash_mix(std::uint64_t h, const void* p) {
-    h ^= static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(p));
-    return h * 1099511628211ull;
-}
-std::uint64_t hash_finish(std::uint64_t h) {
+std::uint64_t flows_hash(const std::vector<const Flow*>& flows, const std::vector<double>* bandwidth) {
+    std::uint64_t h = 14695981039346656037ull;  // FNV-1a over the addresses
+    auto mix = [&h](std::uintptr_t v) {
+        h ^= static_cast<std::uint64_t>(v);
+        h *= 1099511628211ull;
+    };
+    mix(reinterpret_cast<std::uintptr_t>(bandwidth));
+    for (const Flow* f : flows) mix(reinterpret_cast<std::uintptr_t>(f));
     return h ^ (h >> 29);
 }
 
@@ -141,17 +141,7 @@ void FlowNetwork::inject_flows(int slot) {
         finish_phase(slot);
         return;
     }
-    std::uint64_t hash = 0;
-    if (reuse_rates_) {
-        auto& key = scratch_->memo_key;
-        key.clear();
-        hash = hash_mix(kHashBasis, bandwidth_);
-        for (const auto& f : active_) {
-            key.push_back(f.flow);
-            hash = hash_mix(hash, f.flow);
-        }
-    }
-    reallocate(hash_finish(hash));
+    reallocate();
 }
 
 void FlowNetwork::finish_phase(int slot) {
@@ -172,40 +162,34 @@ void FlowNetwork::advance_to(core::Time now) {
     }
 }
 
-void FlowNetwork::reallocate(std::uint64_t hash) {
-    double soonest = std::numeric_limits<double>::infinity();
+void FlowNetwork::reallocate() {
     if (!reuse_rates_) {
         solve_rates();
-        for (const auto& f : active_) soonest = std::min(soonest, f.remaining / f.rate);
-        schedule_arrival(soonest);
+        schedule_next_arrival();
         return;
     }
-    // The same flows in the same order on the same links always get the same rates. The caller
-    // has put the active flows in the scratch's memo key and hashed them.
+    // The same flows in the same order on the same links always get the same rates.
     auto& memo = scratch_->rates;
-    const auto& key = scratch_->memo_key;
+    auto& key = scratch_->memo_key;
+    key.clear();
+    for (const auto& f : active_) key.push_back(f.flow);
+    const std::uint64_t hash = flows_hash(key, bandwidth_);
     if (const std::vector<double>* rates = memo_find(memo, hash, bandwidth_, key)) {
-        for (std::size_t i = 0; i < active_.size(); ++i) {
-            ActiveFlow& f = active_[i];
-            f.rate = (*rates)[i];
-            soonest = std::min(soonest, f.remaining / f.rate);
-        }
+        for (std::size_t i = 0; i < active_.size(); ++i) active_[i].rate = (*rates)[i];
     } else {
         solve_rates();
         std::vector<double> rates_solved(active_.size());
-        for (std::size_t i = 0; i < active_.size(); ++i) {
-            const ActiveFlow& f = active_[i];
-            rates_solved[i] = f.rate;
-            soonest = std::min(soonest, f.remaining / f.rate);
-        }
+        for (std::size_t i = 0; i < active_.size(); ++i) rates_solved[i] = active_[i].rate;
         memo_insert(memo, hash, bandwidth_, key, std::move(rates_solved));
     }
-    schedule_arrival(soonest);
+    schedule_next_arrival();
 }
 
-void FlowNetwork::schedule_arrival(double seconds) {
+void FlowNetwork::schedule_next_arrival() {
+    double soonest = std::numeric_limits<double>::infinity();
+    for (const auto& f : active_) soonest = std::min(soonest, f.remaining / f.rate);
     ++generation_;
-    engine_.schedule_after(core::from_seconds(seconds), *this, generation_);
+    engine_.schedule_after(core::from_seconds(soonest), *this, generation_);
 }
 
 void FlowNetwork::solve_rates() {
@@ -284,25 +268,11 @@ void FlowNetwork::on_event(core::Time now, std::uint64_t tag) {
         return;
     }
     if (tag != generation_) return;  // superseded by a later reallocation
-    // One pass moves every flow to `now` (as advance_to), retires the arrived ones and lists the
-    // others in the memo key for the reallocation.
-    // Counted link bytes keep their order of addition: every flow's progress, then the arrived
-    // flows' remainders.
-    double elapsed = 0.0;
-    if (count_link_bytes_) {
-        advance_to(now);
-    } else {
-        elapsed = core::to_seconds(now - last_update_);
-        last_update_ = now;
-    }
-    auto& key = scratch_->memo_key;
-    key.clear();
-    std::uint64_t hash = hash_mix(kHashBasis, bandwidth_);
+    advance_to(now);
     finished_.clear();
     std::size_t kept = 0;
     for (std::size_t i = 0; i < active_.size(); ++i) {
         ActiveFlow& f = active_[i];
-        if (elapsed > 0.0) f.remaining -= std::min(f.remaining, f.rate * elapsed);
         // Arrived: nothing left, or less than a picosecond's worth at its rate.
         if (f.remaining <= kBytesEpsilon || f.remaining <= f.rate * 1e-12) {
             if (count_link_bytes_)
@@ -310,15 +280,11 @@ void FlowNetwork::on_event(core::Time now, std::uint64_t tag) {
             Transfer& t = transfers_[static_cast<std::size_t>(f.transfer)];
             if (--t.flows_left == 0) finished_.push_back(f.transfer);
         } else {
-            if (reuse_rates_) {
-                key.push_back(f.flow);
-                hash = hash_mix(hash, f.flow);
-            }
             active_[kept++] = f;
         }
     }
     active_.resize(kept);
-    if (!active_.empty()) reallocate(hash_finish(hash));
+    if (!active_.empty()) reallocate();
     // Finishing a phase may start the transfer's next phase or another transfer, never this loop.
     for (std::size_t i = 0; i < finished_.size(); ++i) finish_phase(finished_[i]);
 }

@@ -129,11 +129,9 @@ class FlowNetwork final : public core::EventHandler {
     void inject_flows(int transfer);
     void finish_phase(int transfer);
     void advance_to(core::Time now);
-    // New rates for the active flows, and the check at the next arrival. With the rate memo the
-    // scratch's memo key must list the active flows in order, hashed into `hash`.
-    void reallocate(std::uint64_t hash);
+    void reallocate();
     void solve_rates();  // max-min rates of active_, into each flow's rate
-    void schedule_arrival(double seconds);
+    void schedule_next_arrival();
 
     core::Engine& engine_;
     std::vector<double> owned_bandwidth_;
