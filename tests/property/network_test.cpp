@@ -5,6 +5,7 @@
 #include "core/engine.hpp"
 #include "network/flow_network.hpp"
 #include "run/collective_run.hpp"
+#include "scheduler/transfer_alone.hpp"
 #include "support.hpp"
 
 // The link-level network model against the scaling book's closed forms, and its physical
@@ -249,4 +250,31 @@ TEST_CASE("torus graph: links, hops and the twisted torus") {
     int twisted_far = twisted.hops(0, twisted.chip_at({2, 2, 4, 0}));
     CHECK(regular_far == 8);
     CHECK(twisted_far < regular_far);
+}
+
+TEST_CASE("a run alone without link bytes times the transfer exactly as one that counts them") {
+    // Sweeps skip the per-link counts (they clear and scan every torus link); the duration and events
+    // a replayed transfer stands for must not depend on it.
+    const MappedCube cube({{"fsdp", 16}, {"tensor", 4}});
+    const auto bandwidth = network::effective_link_bandwidth(cube.torus, 1.0);
+    network::FlowNetwork::Scratch scratch(bandwidth.size());
+    for (auto kind :
+         {CollectiveKind::all_gather, CollectiveKind::reduce_scatter, CollectiveKind::all_reduce}) {
+        for (const auto& axis : cube.mapping) {
+            auto plan = collectives::plan_collective(cube.torus, kind, 96e6, axis.parts, 1e-6, 0.0);
+            auto counted = scheduler::run_alone(plan.phases, bandwidth, scratch, true);
+            auto uncounted = scheduler::run_alone(plan.phases, bandwidth, scratch, false);
+            CHECK(counted.duration > 0);
+            CHECK(uncounted.duration == counted.duration);
+            CHECK(uncounted.events == counted.events);
+            CHECK(uncounted.link_bytes.empty());
+            // Every byte the plan sends crosses at least one link.
+            double carried = 0.0;
+            for (const auto& [link, bytes] : counted.link_bytes) carried += bytes;
+            double sent = 0.0;
+            for (const auto& phase : plan.phases)
+                for (const auto& flow : phase.flows) sent += flow.bytes;
+            CHECK(carried >= sent * (1.0 - 1e-9));
+        }
+    }
 }
