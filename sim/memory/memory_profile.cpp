@@ -241,10 +241,43 @@ MemoryProfile profile_memory(const parallel::DeviceProgram& program, const sched
         in_window = false;
         ++next_splice;
     };
+    // The outer period [at - period, at) of the simulated timeline: the live bytes when it begins
+    // (before any change at or after its start), and at its end the shift of its copies.
+    const scheduler::Splice* outer = fold ? fold->outer : nullptr;
+    bool outer_begun = false, outer_ended = false, outer_repeats = true;
+    // Whole bytes below 2^53 add exactly in a double, in any order.
+    constexpr double kExactBytes = 9007199254740992.0;
+    if (outer) {
+        outer_repeats = std::floor(fixed) == fixed && fixed < kExactBytes;
+        for (const auto& stream : streams)
+            for (const Change& c : stream)
+                outer_repeats =
+                    outer_repeats && std::floor(c.delta) == c.delta && std::abs(c.delta) < kExactBytes;
+    }
+    double outer_live[kHolders] = {}, outer_total = 0.0;
+    core::Time outer_shift = 0;
+    auto outer_boundaries = [&](core::Time next_time) {
+        if (!outer || outer_ended) return;
+        if (!outer_begun && next_time >= outer->at - outer->period) {
+            outer_begun = true;
+            std::copy(live, live + kHolders, outer_live);
+            outer_total = total;
+            outer_shift = shift;
+        }
+        if (outer_begun && next_time >= outer->at) {
+            outer_ended = true;
+            outer_repeats = outer_repeats && total == outer_total;
+            for (int h = 0; h < kHolders; ++h) outer_repeats = outer_repeats && live[h] == outer_live[h];
+            // One copy lasts the period with the splices inside it.
+            const core::Time expanded = outer->period + (shift - outer_shift);
+            shift += static_cast<core::Time>(outer->copies) * expanded;
+        }
+    };
     while (const Change* next = next_change()) {
         const Change& c = *next;
         if (c.delta == 0.0) continue;
         while (next_splice < splices.size() && c.time >= splices[next_splice].at) close_splice();
+        outer_boundaries(c.time);
         if (next_splice < splices.size() && !in_window &&
             c.time >= splices[next_splice].at - splices[next_splice].period)
             start_window();
@@ -270,6 +303,10 @@ MemoryProfile profile_memory(const parallel::DeviceProgram& program, const sched
         }
     }
     while (next_splice < splices.size()) close_splice();
+    outer_boundaries(core::kMaxTime);
+    // The whole step's running sums stay below 2^53 too.
+    if (outer && std::abs(profile.peak_bytes) >= kExactBytes) outer_repeats = false;
+    if (folded_peak) folded_peak->outer_repeats = outer_repeats;
     for (std::size_t i = 0; i < ops.size(); ++i) {
         if (is_compute(ops[i]) && spans[i].start <= peak_in_timeline && peak_in_timeline < spans[i].end) {
             profile.peak_op = static_cast<int>(i);

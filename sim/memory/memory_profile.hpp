@@ -42,16 +42,28 @@ struct MemoryProfile {
 // A timeline with periods spliced in (run/fold.hpp): the memory curve of each inserted copy is the
 // template period's plus the period's drift once per copy, and everything after it moves up by the
 // drifts of all the copies. `fixed` is the state of the whole model (not the cut one simulated).
+// `outer` (folded microbatches) is a period holding splices of its own: its copies repeat the curve
+// of the period with its splices inserted, which is only the whole step's when the live bytes at
+// its end are those at its start, holder by holder, and every sum is exact (FoldedPeak::
+// outer_repeats).
 struct MemoryFold {
     const std::vector<scheduler::Splice>& splices;
     double params_bytes = 0.0, grads_bytes = 0.0, optimizer_bytes = 0.0;
+    const scheduler::Splice* outer = nullptr;
 };
 
 // Where the peak of a folded profile was: `peak_op` is the op of the simulated timeline, run by
-// the copy `copy` (1..copies) of splice `splice`, or by the timeline itself when copy is 0.
+// the copy `copy` (1..copies) of splice `splice`, or by the timeline itself when copy is 0 (in
+// the template of MemoryFold::outer when the peak is in one of its copies: they repeat it).
 struct FoldedPeak {
     std::size_t splice = 0;
     std::size_t copy = 0;
+    // MemoryFold::outer ends with the live bytes it starts with, and the state and every allocation
+    // are whole numbers of bytes: the sums are then exact in any order (the splices add a drift
+    // times its copies, the whole step adds it copy by copy), and the whole step's curve reaches the
+    // same levels in every microbatch, bit for bit. With fractions of bytes, rounding decided which
+    // of its equal peaks came first (differential fuzzing against --exact).
+    bool outer_repeats = true;
 };
 
 // Replays the timeline and tracks every allocation: parameters, gradients and optimizer state for

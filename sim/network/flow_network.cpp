@@ -290,24 +290,34 @@ void FlowNetwork::on_event(core::Time now, std::uint64_t tag) {
 }
 
 void FlowNetwork::snapshot(core::Time now, std::uint64_t tag_base, Snapshot& out) const {
+    auto relative = [tag_base](std::uint64_t tag) { return static_cast<std::int64_t>(tag - tag_base); };
     out.transfers.clear();
-    for (const Transfer& t : transfers_) {
-        out.transfers.push_back(
-            Snapshot::TransferState{t.phases, t.in_use ? static_cast<std::int64_t>(t.tag - tag_base) : 0,
-                                    t.phase, t.flows_left, t.in_use});
-    }
-    out.free_transfers = free_transfers_;
+    for (const Transfer& t : transfers_)
+        if (t.in_use)
+            out.transfers.push_back(
+                Snapshot::TransferState{t.phases, relative(t.tag), t.phase, t.flows_left});
+    std::sort(
+        out.transfers.begin(), out.transfers.end(),
+        [](const Snapshot::TransferState& a, const Snapshot::TransferState& b) { return a.tag < b.tag; });
     out.active.clear();
     for (const ActiveFlow& f : active_)
-        out.active.push_back(Snapshot::FlowState{f.transfer, f.flow, f.remaining, f.rate});
+        out.active.push_back(Snapshot::FlowState{
+            relative(transfers_[static_cast<std::size_t>(f.transfer)].tag), f.flow, f.remaining, f.rate});
     // The time since the last update only scales the progress of active flows: without any, it has
     // no effect (an idle network a period later is in the same state).
     out.since_update = active_.empty() ? 0 : now - last_update_;
 }
 
-std::uint64_t FlowNetwork::relative_tag(std::uint64_t tag) const {
-    if (tag & kLatencyBit) return tag;
-    return generation_ - tag;  // 0 for the live completion check, more for superseded ones
+void FlowNetwork::describe_tag(std::uint64_t tag, std::uint64_t tag_base,
+                               std::vector<std::int64_t>& out) const {
+    if (tag & kLatencyBit) {
+        const Transfer& t = transfers_[static_cast<std::size_t>(tag & ~kLatencyBit)];
+        out.push_back(-1);
+        out.push_back(static_cast<std::int64_t>(t.tag - tag_base));
+        return;
+    }
+    out.push_back(
+        static_cast<std::int64_t>(generation_ - tag));  // 0 for the live check, more for superseded ones
 }
 
 void FlowNetwork::jump(core::Time delta, std::uint64_t tag_delta,

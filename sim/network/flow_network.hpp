@@ -78,32 +78,33 @@ class FlowNetwork final : public core::EventHandler {
 
     // The network's state as seen from `now`, with transfer tags relative to `tag_base`: two
     // snapshots that compare equal evolve alike (for a scheduler that detects a periodic steady state).
+    // Transfers are named by their tags, not by the slots they hold: which free slot a transfer
+    // takes changes no time (flows are kept, solved and retired in the order they were added).
     struct Snapshot {
         struct TransferState {
             const std::vector<FlowPhase>* phases;
             std::int64_t tag;  // relative to tag_base
             std::size_t phase;
             int flows_left;
-            bool in_use;
             bool operator==(const TransferState&) const = default;
         };
         struct FlowState {
-            int transfer;
+            std::int64_t transfer;  // its transfer's tag, relative to tag_base
             const Flow* flow;
             double remaining;
             double rate;
             bool operator==(const FlowState&) const = default;
         };
-        std::vector<TransferState> transfers;
-        std::vector<int> free_transfers;
+        std::vector<TransferState> transfers;  // those in flight, by tag
         std::vector<FlowState> active;
         core::Time since_update = 0;
         bool operator==(const Snapshot&) const = default;
     };
     void snapshot(core::Time now, std::uint64_t tag_base, Snapshot& out) const;
     // One of this network's event tags in a form that does not depend on how many reallocations
-    // came before (completion checks are numbered by generation).
-    std::uint64_t relative_tag(std::uint64_t tag) const;
+    // came before (completion checks are numbered by generation) nor on the slot of the transfer it
+    // is for (its tag relative to `tag_base` instead), appended to `out`.
+    void describe_tag(std::uint64_t tag, std::uint64_t tag_base, std::vector<std::int64_t>& out) const;
     // After the engine jumped `delta` ahead: the transfers' tags move by `tag_delta`, and the links
     // have carried `link_bytes_per_period` `periods` more times.
     void jump(core::Time delta, std::uint64_t tag_delta, const std::vector<double>& link_bytes_per_period,

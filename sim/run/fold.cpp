@@ -13,6 +13,12 @@ namespace {
 constexpr int kFoldLayers = 12;
 // Layers at either end of the cut model that may fall outside the periodic regions.
 constexpr int kFoldEdgeLayers = 3;
+// Microbatches of a cut step: the first (nothing before it), two the same (the period, and the one
+// that certifies it) and the last (the gradient all-reduces follow it).
+constexpr int kFoldMicrobatches = 4;
+// Period starts tried for folded microbatches: early block starts of microbatch 1, where what the
+// microbatch before it left in flight has finished and no run of layers has jumped yet.
+constexpr std::size_t kMicrobatchPeriodStarts = 6;
 
 // The layer of the whole model that op `op` of the cut model stands for, run by copy `copy` of
 // splice `splice` (copy 0: the cut model's own run of it).
@@ -42,6 +48,36 @@ int folded_layer(const Simulation& sim, const Fold& fold, std::size_t op, std::s
 
 int cut_layers(int layers) {
     return kFoldLayers + (layers - kFoldLayers) % 2;
+}
+
+int cut_microbatches(int microbatches, std::int64_t global_batch) {
+    if (microbatches <= kFoldMicrobatches || global_batch % microbatches != 0) return 0;
+    return kFoldMicrobatches;
+}
+
+std::vector<scheduler::PeriodicRegion> microbatch_periods(const parallel::DeviceProgram& program) {
+    const auto& ops = program.ops;
+    std::size_t start[4] = {0, 0, 0, 0};  // first op of microbatches 1, 2 and 3
+    bool found[4] = {true, false, false, false};
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+        const int mb = ops[i].microbatch;
+        if (mb >= 1 && mb <= 3 && !found[mb]) {
+            found[mb] = true;
+            start[mb] = i;
+        }
+    }
+    std::vector<scheduler::PeriodicRegion> periods;
+    if (!found[1] || !found[2] || !found[3]) return periods;
+    const std::size_t length = start[2] - start[1];
+    int last_layer = -2;
+    for (std::size_t i = start[1]; i < start[2] && periods.size() < kMicrobatchPeriodStarts; ++i) {
+        const auto& op = ops[i];
+        const auto& resource = program.resources[static_cast<std::size_t>(op.resource)];
+        if (resource.kind != parallel::ResourceKind::compute || op.layer == last_layer) continue;
+        last_layer = op.layer;
+        periods.push_back(scheduler::PeriodicRegion{i, length, 2, 0});
+    }
+    return periods;
 }
 
 std::string folded_peak_name(const Simulation& sim, const Fold& fold, const memory::FoldedPeak& peak) {
@@ -126,9 +162,46 @@ std::optional<Fold> make_fold(const RunSpec& spec, const Simulation& cut) {
     fold.splices = std::move(sorted);
     for (std::size_t j = 1; j < fold.splices.size(); ++j)
         if (fold.splices[j].at - fold.splices[j].period < fold.splices[j - 1].at) return std::nullopt;
+    fold.report_splices = fold.splices;
+    fold.microbatches = spec.training.microbatches;
+    if (cut.program.microbatches != fold.microbatches) fold.cut_microbatches = cut.program.microbatches;
+    if (fold.cut_microbatches > 0) {
+        // The first watched period whose end repeated its start: the microbatches between the first
+        // and the last repeat it (docs/model.md, "Folding microbatches").
+        const scheduler::WatchedPeriod* period = nullptr;
+        for (const auto& w : cut.timeline.watched)
+            if (w.repeated && period == nullptr) period = &w;
+        if (period == nullptr || period->period <= 0) return std::nullopt;
+        const scheduler::Splice outer{period->start + period->period,
+                                      period->period,
+                                      static_cast<std::size_t>(fold.microbatches - fold.cut_microbatches),
+                                      period->first_op,
+                                      period->first_op + period->length,
+                                      period->events};
+        const core::Time lo = outer.at - outer.period;
+        long inner_ops = 0;
+        for (const auto& s : fold.splices) {
+            const bool ops_inside = s.op_begin >= outer.op_begin && s.op_end <= outer.op_end;
+            const bool ops_outside = s.op_end <= outer.op_begin || s.op_begin >= outer.op_end;
+            const bool time_inside = s.at - s.period >= lo && s.at <= outer.at;
+            const bool time_outside = s.at <= lo || s.at - s.period >= outer.at;
+            if (ops_inside && time_inside) {
+                scheduler::Splice again = s;
+                again.copies = s.copies * outer.copies;
+                fold.report_splices.push_back(again);
+                inner_ops += static_cast<long>(s.copies * (s.op_end - s.op_begin));
+            } else if (!(ops_outside && time_outside)) {
+                return std::nullopt;  // a run of layers across the period's ends
+            }
+        }
+        fold.microbatch = outer;
+        fold.report_splices.push_back(outer);
+        fold.ops +=
+            static_cast<long>(outer.copies) * (static_cast<long>(outer.op_end - outer.op_begin) + inner_ops);
+    }
     // The whole step must be representable: the whole simulation then reports what is not.
     core::Time step = cut.timeline.step_time;
-    for (const auto& splice : fold.splices) {
+    for (const auto& splice : fold.report_splices) {
         core::Time added = 0;
         if (__builtin_mul_overflow(static_cast<core::Time>(splice.copies), splice.period, &added) ||
             __builtin_add_overflow(step, added, &step))

@@ -83,9 +83,12 @@ Simulation simulate(const RunSpec& spec) {
 namespace {
 
 // Partitions, prices, plans and schedules the step: every stage before the memory profile.
+// With `watch_microbatches`, the scheduler also watches the periods that certify folded
+// microbatches (run/fold.hpp).
 Simulation schedule_step(const RunSpec& spec, const parallel::RuntimeSpec& runtime,
                          const LoweredStep& lowered, std::vector<network::AxisMapping> mapping,
-                         SimulationCache& cache, const SimulateOptions& options) {
+                         SimulationCache& cache, const SimulateOptions& options,
+                         bool watch_microbatches = false) {
     Simulation sim;
     sim.mapping = std::move(mapping);
     sim.graph = lowered.graph;
@@ -95,10 +98,14 @@ Simulation schedule_step(const RunSpec& spec, const parallel::RuntimeSpec& runti
     sim.costs = model.cost_all(sim.program);
     scheduler::NetworkInput network = plan_network(spec, sim, cache, options);
     try {
-        sim.timeline = scheduler::schedule(sim.program, sim.costs, runtime, sim.torus ? &network : nullptr,
-                                           scheduler::ScheduleOptions{.jump_periods = !options.exact,
-                                                                      .count_link_bytes = options.link_bytes,
-                                                                      .reuse_rates = !options.exact});
+        sim.timeline =
+            scheduler::schedule(sim.program, sim.costs, runtime, sim.torus ? &network : nullptr,
+                                scheduler::ScheduleOptions{
+                                    .jump_periods = !options.exact,
+                                    .count_link_bytes = options.link_bytes,
+                                    .reuse_rates = !options.exact,
+                                    .watch = watch_microbatches ? microbatch_periods(sim.program)
+                                                                : std::vector<scheduler::PeriodicRegion>{}});
     } catch (const core::TimeOverflow& e) {
         core::Diagnostics d;
         d.error({spec.source, 0, 0}, "",
@@ -111,14 +118,18 @@ Simulation schedule_step(const RunSpec& spec, const parallel::RuntimeSpec& runti
 }
 
 // The memory profile, host memory and report of a scheduled step; `fold` when it is a cut model.
-void finish_step(const RunSpec& spec, const parallel::RuntimeSpec& runtime, Simulation& sim,
+// False (and nothing else done) when the fold's microbatch period's copies would not repeat its
+// memory curve exactly (memory::FoldedPeak::outer_repeats).
+bool finish_step(const RunSpec& spec, const parallel::RuntimeSpec& runtime, Simulation& sim,
                  const Fold* fold) {
     const double hbm = spec.topology.chip.device_hbm_capacity();
     memory::FoldedPeak folded_peak;
     if (fold) {
         memory::MemoryFold memory_fold{fold->splices, fold->state.params, fold->state.grads,
-                                       fold->state.optimizer};
+                                       fold->state.optimizer,
+                                       fold->microbatch ? &*fold->microbatch : nullptr};
         sim.memory = memory::profile_memory(sim.program, sim.timeline, hbm, &memory_fold, &folded_peak);
+        if (!folded_peak.outer_repeats) return false;
     } else {
         sim.memory = memory::profile_memory(sim.program, sim.timeline, hbm);
     }
@@ -144,18 +155,19 @@ void finish_step(const RunSpec& spec, const parallel::RuntimeSpec& runtime, Simu
     sim.report = report::build_report(
         report::ReportInput{spec.name, spec.model, spec.training, runtime, spec.topology, spec.slice,
                             spec.slices, spec.mesh, spec.mfu_attention, sim.program, sim.costs, sim.timeline,
-                            sim.memory, sim.host_memory, compile_s, fold ? &fold->splices : nullptr});
+                            sim.memory, sim.host_memory, compile_s, fold ? &fold->report_splices : nullptr});
     sim.report.prefetch_depth =
         runtime.async() && spec.mesh.ici_size_of("fsdp") > 1 ? runtime.prefetch_depth : 0;
     if (fold && sim.memory.peak_op >= 0)
         sim.report.memory.peak_op = folded_peak_name(sim, *fold, folded_peak);
+    return true;
 }
 
 Simulation simulate_with(const RunSpec& spec, const parallel::RuntimeSpec& runtime,
                          const LoweredStep& lowered, std::vector<network::AxisMapping> mapping,
                          SimulationCache& cache, const SimulateOptions& options) {
     Simulation sim = schedule_step(spec, runtime, lowered, std::move(mapping), cache, options);
-    finish_step(spec, runtime, sim, nullptr);
+    (void)finish_step(spec, runtime, sim, nullptr);  // unfolded: always finished
     return sim;
 }
 
@@ -170,11 +182,13 @@ std::optional<Simulation> simulate_folded(const RunSpec& spec, const RunSpec& cu
                                           const std::vector<network::AxisMapping>& axes,
                                           SimulationCache& cache, const SimulateOptions& options,
                                           memory::LeastPeakFold* least) {
-    Simulation sim = schedule_step(cut, runtime, lowered, axes, cache, options);
+    const bool cut_microbatches = cut.training.microbatches != spec.training.microbatches;
+    Simulation sim = schedule_step(cut, runtime, lowered, axes, cache, options, cut_microbatches);
     std::optional<Fold> fold = make_fold(spec, sim);
     if (!fold) return std::nullopt;
-    finish_step(spec, runtime, sim, &*fold);
+    if (!finish_step(spec, runtime, sim, &*fold)) return std::nullopt;
     sim.folded_layers = fold->cut_layers;
+    sim.folded_microbatches = fold->cut_microbatches;
     if (least) {
         least->fixed = fold->state.params + fold->state.grads + fold->state.optimizer;
         least->layer = fold->cut_layers / 2;
@@ -219,26 +233,34 @@ Simulation simulate(const RunSpec& spec, SimulationCache& cache, SimulateOptions
         }
         return sim;
     };
-    if (foldable(spec, options)) {
+    // Folded: first with microbatches folded too (when there are enough), then layers only.
+    const int microbatches_cut = cut_microbatches(spec.training.microbatches, spec.training.global_batch);
+    for (const bool fold_microbatches : {true, false}) {
+        if (!foldable(spec, options) || (fold_microbatches && microbatches_cut == 0)) continue;
         RunSpec cut = spec;
         cut.model.layers = cut_layers(spec.model.layers);
+        if (fold_microbatches) {
+            // The same microbatch: the cut step's batch is its microbatches' sequences.
+            cut.training.global_batch =
+                spec.training.global_batch / spec.training.microbatches * microbatches_cut;
+            cut.training.microbatches = microbatches_cut;
+        }
         LoweredStep lowered = cache.lowered(cut.model, cut.training);
         memory::LeastPeakFold least;
         std::optional<Simulation> sim =
             simulate_folded(spec, cut, spec.runtime, lowered, axes, cache, options, &least);
-        if (sim) {
-            bool certified = true;
-            const double least_peak = memory::least_peak_bytes(sim->program, &least);
-            Simulation result = lower_prefetch(
-                std::move(*sim),
-                [&](const parallel::RuntimeSpec& runtime) {
-                    auto lower = simulate_folded(spec, cut, runtime, lowered, axes, cache, options, nullptr);
-                    certified = certified && lower.has_value();
-                    return lower;
-                },
-                least_peak);
-            if (certified) return result;
-        }
+        if (!sim) continue;
+        bool certified = true;
+        const double least_peak = memory::least_peak_bytes(sim->program, &least);
+        Simulation result = lower_prefetch(
+            std::move(*sim),
+            [&](const parallel::RuntimeSpec& runtime) {
+                auto lower = simulate_folded(spec, cut, runtime, lowered, axes, cache, options, nullptr);
+                certified = certified && lower.has_value();
+                return lower;
+            },
+            least_peak);
+        if (certified) return result;
     }
     LoweredStep lowered = cache.lowered(spec.model, spec.training);
     Simulation sim = simulate_with(spec, spec.runtime, lowered, axes, cache, options);

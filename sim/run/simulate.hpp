@@ -35,8 +35,10 @@ struct Simulation {
     memory::MemoryProfile memory;
     memory::HostMemory host_memory;
     report::RunReport report;
-    // Layers of the cut model that was simulated when folded (SimulateOptions::fold), else 0.
+    // Layers of the cut model that was simulated when folded (SimulateOptions::fold), else 0, and
+    // its microbatches when they were folded too, else 0.
     int folded_layers = 0;
+    int folded_microbatches = 0;
 };
 
 // Runs the whole pipeline on a validated spec. Pure: no I/O, no global state, safe to call from

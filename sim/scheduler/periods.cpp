@@ -63,4 +63,17 @@ std::vector<PeriodicRegion> periodic_regions(const parallel::DeviceProgram& prog
     return regions;
 }
 
+bool identical_blocks(const parallel::DeviceProgram& program, const OpBehaviour& behaviour,
+                      PeriodicRegion& region) {
+    if (region.length == 0 || region.count < 2 || region.end() > program.ops.size()) return false;
+    for (std::size_t i = region.first_op + region.length; i < region.end(); ++i)
+        if (!same_op(program, behaviour, i - region.length, i)) return false;
+    region.dependency_span = 0;
+    for (std::size_t i = region.first_op; i < region.end(); ++i)
+        for (std::size_t p = behaviour.pred_begin[i]; p < behaviour.pred_begin[i + 1]; ++p)
+            region.dependency_span =
+                std::max(region.dependency_span, i - static_cast<std::size_t>(behaviour.preds[p]));
+    return true;
+}
+
 }  // namespace podsim::scheduler

@@ -34,4 +34,10 @@ struct OpBehaviour {
 std::vector<PeriodicRegion> periodic_regions(const parallel::DeviceProgram& program,
                                              const OpBehaviour& behaviour, std::size_t min_count);
 
+// Whether the `count` blocks of `region` are each the same as the one before (as periodic_regions
+// compares blocks), with the region's dependency span filled in; false when they are not or the
+// region does not fit in the program.
+bool identical_blocks(const parallel::DeviceProgram& program, const OpBehaviour& behaviour,
+                      PeriodicRegion& region);
+
 }  // namespace podsim::scheduler

@@ -49,6 +49,7 @@ class ProgramRun final : public core::EventHandler, public network::TransferList
         busy_.assign(queues_.size(), false);
         timeline_.spans.resize(n);
         if (options.jump_periods) find_regions();
+        if (!options.watch.empty()) find_watches(options.watch);
     }
 
     Timeline run() {
@@ -195,6 +196,7 @@ class ProgramRun final : public core::EventHandler, public network::TransferList
         if (logging_) started_.push_back(static_cast<int>(op));
         if (!region_of_boundary_.empty() && region_of_boundary_[op] >= 0)
             due_boundary_ = static_cast<int>(op);
+        if (!watch_of_boundary_.empty() && watch_of_boundary_[op] >= 0) due_watches_.push_back(op);
         const TransferAlone* alone = network_input_ && !network_input_->alone_of_op.empty()
                                          ? network_input_->alone_of_op[op]
                                          : nullptr;
@@ -254,17 +256,23 @@ class ProgramRun final : public core::EventHandler, public network::TransferList
         int tries = 0;
     };
 
-    void find_regions() {
-        std::vector<const void*> transfer(program_.ops.size(), nullptr);
-        std::vector<int> network(program_.ops.size(), -1);
-        if (network_input_) {
-            for (std::size_t i = 0; i < program_.ops.size(); ++i) {
-                transfer[i] = network_input_->plan_of_op[i];
-                if (!network_input_->alone_of_op.empty() && network_input_->alone_of_op[i])
-                    transfer[i] = network_input_->alone_of_op[i];
-                if (!network_input_->network_of_op.empty()) network[i] = network_input_->network_of_op[i];
-            }
+    // What a collective op replays and on which network, by op, for comparing ops (OpBehaviour).
+    void collect_behaviour(std::vector<const void*>& transfer, std::vector<int>& network) const {
+        transfer.assign(program_.ops.size(), nullptr);
+        network.assign(program_.ops.size(), -1);
+        if (!network_input_) return;
+        for (std::size_t i = 0; i < program_.ops.size(); ++i) {
+            transfer[i] = network_input_->plan_of_op[i];
+            if (!network_input_->alone_of_op.empty() && network_input_->alone_of_op[i])
+                transfer[i] = network_input_->alone_of_op[i];
+            if (!network_input_->network_of_op.empty()) network[i] = network_input_->network_of_op[i];
         }
+    }
+
+    void find_regions() {
+        std::vector<const void*> transfer;
+        std::vector<int> network;
+        collect_behaviour(transfer, network);
         auto regions = periodic_regions(
             program_, OpBehaviour{durations_, transfer, network, pred_begin_, preds_}, kMinPeriods);
         if (regions.empty()) return;
@@ -282,7 +290,56 @@ class ProgramRun final : public core::EventHandler, public network::TransferList
         logging_ = true;
     }
 
+    void find_watches(const std::vector<PeriodicRegion>& candidates) {
+        std::vector<const void*> transfer;
+        std::vector<int> network;
+        collect_behaviour(transfer, network);
+        const OpBehaviour behaviour{durations_, transfer, network, pred_begin_, preds_};
+        watch_of_boundary_.assign(program_.ops.size(), -1);
+        for (const auto& candidate : candidates) {
+            timeline_.watched.push_back(WatchedPeriod{candidate.first_op, candidate.length});
+            PeriodicRegion region = candidate;
+            region.count = 2;
+            if (!identical_blocks(program_, behaviour, region)) continue;
+            const std::size_t second = region.first_op + region.length;
+            if (watch_of_boundary_[region.first_op] >= 0 || watch_of_boundary_[second] >= 0) continue;
+            watch_of_boundary_[region.first_op] = watch_of_boundary_[second] =
+                static_cast<int>(watches_.size());
+            WatchState state;
+            state.region = region;
+            state.record = timeline_.watched.size() - 1;
+            watches_.push_back(std::move(state));
+        }
+    }
+
+    // Compares the state at each watched boundary an op started at with the first block's.
+    void at_watched_boundaries() {
+        for (std::size_t op : due_watches_) {
+            WatchState& w = watches_[static_cast<std::size_t>(watch_of_boundary_[op])];
+            const std::size_t k = op == w.region.first_op ? 0 : 1;
+            Snapshot state;
+            std::size_t horizon = 0;
+            const bool described = describe(w.region, k, state, horizon);
+            const std::uint64_t events = engine_.events_processed() + replayed_events_ + jumped_events_;
+            if (k == 0) {
+                w.first_valid = described;
+                w.first = std::move(state);
+                w.time = engine_.now();
+                w.events = events;
+            } else if (described && w.first_valid && state == w.first) {
+                WatchedPeriod& out = timeline_.watched[w.record];
+                out.repeated = true;
+                out.start = w.time;
+                out.period = engine_.now() - w.time;
+                out.events = events - w.events;
+            }
+        }
+        due_watches_.clear();
+    }
+
     void take_due_snapshot() {
+        // Watched boundaries first: the state when their op started, before any jump from there.
+        if (!due_watches_.empty()) at_watched_boundaries();
         if (due_boundary_ < 0) return;
         const auto op = static_cast<std::size_t>(due_boundary_);
         due_boundary_ = -1;
@@ -343,7 +400,7 @@ class ProgramRun final : public core::EventHandler, public network::TransferList
             while (net < networks_.size() && networks_[net].get() != e.handler) ++net;
             PODSIM_ASSERT(net < networks_.size(), "an event of an unknown handler");
             out.events.push_back(static_cast<std::int64_t>(net));
-            out.events.push_back(static_cast<std::int64_t>(networks_[net]->relative_tag(e.tag)));
+            networks_[net]->describe_tag(e.tag, base, out.events);
         }
         out.networks.resize(networks_.size());
         out.network_made.assign(networks_.size(), false);
@@ -352,8 +409,7 @@ class ProgramRun final : public core::EventHandler, public network::TransferList
             out.network_made[net] = true;
             networks_[net]->snapshot(now, base, out.networks[net]);
             for (const auto& t : out.networks[net].transfers)
-                if (t.in_use &&
-                    !inside(region, static_cast<std::size_t>(static_cast<std::int64_t>(base) + t.tag)))
+                if (!inside(region, static_cast<std::size_t>(static_cast<std::int64_t>(base) + t.tag)))
                     return false;
         }
         // Only ops at or after a head are still to start, and only those within the dependency span
@@ -497,6 +553,18 @@ class ProgramRun final : public core::EventHandler, public network::TransferList
     std::vector<int> region_of_boundary_;  // per op: the region whose block it starts, or -1
     std::vector<RegionState> states_;
     int due_boundary_ = -1;  // a boundary op started by the event being handled
+    // Watched two-block regions (ScheduleOptions::watch).
+    struct WatchState {
+        PeriodicRegion region;
+        std::size_t record = 0;  // index into timeline_.watched
+        bool first_valid = false;
+        Snapshot first;
+        core::Time time = 0;
+        std::uint64_t events = 0;
+    };
+    std::vector<int> watch_of_boundary_;  // per op: the watch whose block it starts, or -1
+    std::vector<WatchState> watches_;
+    std::vector<std::size_t> due_watches_;  // watched boundary ops started by the event being handled
     bool logging_ = false;
     std::vector<int> started_, ended_;  // ops in the order they started / ended
 };

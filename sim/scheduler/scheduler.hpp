@@ -7,6 +7,7 @@
 #include "network/flow_network.hpp"
 #include "parallel/device_program.hpp"
 #include "parallel/runtime_spec.hpp"
+#include "scheduler/periods.hpp"
 #include "scheduler/timeline.hpp"
 #include "scheduler/transfer_alone.hpp"
 
@@ -57,6 +58,11 @@ struct ScheduleOptions {
     // Reuse the max-min rates of a set of flows solved before in this step (FlowNetwork::Scratch::
     // rates): the same rates, without solving again. Off in the full simulation, the oracle.
     bool reuse_rates = false;
+    // Two-block regions whose periodicity is to be certified without jumping (run/fold.hpp, folding
+    // microbatches): Timeline::watched says, for each, whether the scheduler's state when its second
+    // block started repeated the state when its first did. Blocks that are not identical are not
+    // watched.
+    std::vector<PeriodicRegion> watch = {};
 };
 
 Timeline schedule(const parallel::DeviceProgram& program, const std::vector<cost::OpCost>& costs,

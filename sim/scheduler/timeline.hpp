@@ -37,6 +37,17 @@ struct RegionRecord {
     std::size_t count = 0;
 };
 
+// A watched two-block region (ScheduleOptions::watch): `repeated` when the state at the start of
+// its second block was its first's, `period` later; `events` were run in between.
+struct WatchedPeriod {
+    std::size_t first_op = 0;
+    std::size_t length = 0;
+    bool repeated = false;
+    core::Time start = 0;
+    core::Time period = 0;
+    std::uint64_t events = 0;
+};
+
 // Periods a folded simulation inserts into its timeline (run/fold.hpp): `copies` more copies of the
 // period [at - period, at), whose ops are [op_begin, op_end), all at `at`; what ran from `at` on
 // moves `copies` periods later. Splices are in time order and their periods do not overlap.
@@ -51,10 +62,11 @@ struct Splice {
 struct Timeline {
     std::vector<Span> spans;  // indexed like DeviceProgram::ops
     core::Time step_time = 0;
-    std::uint64_t events = 0;           // events the engine processed
-    std::vector<double> link_bytes;     // bytes each torus link carried, when a network was simulated
-    std::vector<PeriodJump> jumps;      // in the order they happened
-    std::vector<RegionRecord> regions;  // with ScheduleOptions::jump_periods, in program order
+    std::uint64_t events = 0;            // events the engine processed
+    std::vector<double> link_bytes;      // bytes each torus link carried, when a network was simulated
+    std::vector<PeriodJump> jumps;       // in the order they happened
+    std::vector<RegionRecord> regions;   // with ScheduleOptions::jump_periods, in program order
+    std::vector<WatchedPeriod> watched;  // one per ScheduleOptions::watch region
 
     // Repeated periods not simulated one by one (ScheduleOptions).
     std::uint64_t periods_jumped() const {
