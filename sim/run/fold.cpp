@@ -16,9 +16,11 @@ constexpr int kFoldEdgeLayers = 3;
 // Microbatches of a cut step: the first (nothing before it), two the same (the period, and the one
 // that certifies it) and the last (the gradient all-reduces follow it).
 constexpr int kFoldMicrobatches = 4;
-// Period starts tried for folded microbatches: early block starts of microbatch 1, where what the
-// microbatch before it left in flight has finished and no run of layers has jumped yet.
-constexpr std::size_t kMicrobatchPeriodStarts = 6;
+// Period starts tried for folded microbatches: block starts of microbatch 1 (the first ones where
+// what the microbatch before it left in flight has finished, and the runs of layers have not
+// jumped yet, or have already). Those whose period would reach ops of the last microbatch that
+// differ (its gradient all-reduces) are not watched.
+constexpr std::size_t kMicrobatchPeriodStarts = 48;
 
 // The layer of the whole model that op `op` of the cut model stands for, run by copy `copy` of
 // splice `splice` (copy 0: the cut model's own run of it).

@@ -406,8 +406,10 @@ class ProgramRun final : public core::EventHandler, public network::TransferList
         out.network_made.assign(networks_.size(), false);
         for (std::size_t net = 0; net < networks_.size(); ++net) {
             if (!networks_[net]) continue;
-            out.network_made[net] = true;
             networks_[net]->snapshot(now, base, out.networks[net]);
+            // An idle network is in the state of one not made yet: nothing it keeps changes a time
+            // (its stale completion checks, if any, are among the pending events).
+            out.network_made[net] = !out.networks[net].transfers.empty() || !out.networks[net].active.empty();
             for (const auto& t : out.networks[net].transfers)
                 if (!inside(region, static_cast<std::size_t>(static_cast<std::int64_t>(base) + t.tag)))
                     return false;
