@@ -41,7 +41,7 @@ std::optional<std::string> run_path_error(const std::string& dotted) {
     return message;
 }
 
-void set_path(YAML::Node root, const std::string& path, const YAML::Node& value) {
+void set_path(YAML::Node root, const std::string& path, const YAML::Node& value, bool share_value) {
     std::vector<std::string> keys;
     std::size_t start = 0;
     while (true) {
@@ -73,7 +73,7 @@ void set_path(YAML::Node root, const std::string& path, const YAML::Node& value)
         }
         node.reset(child);
     }
-    node[keys.back()] = YAML::Clone(value);
+    node[keys.back()] = share_value ? value : YAML::Clone(value);
 }
 
 }  // namespace detail

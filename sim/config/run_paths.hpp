@@ -15,7 +15,9 @@ std::optional<std::string> run_path_error(const std::string& dotted);
 
 // Sets the value at `dotted` in a run config tree, creating mappings on the way. Setting mesh.ici
 // or mesh.dcn on a shorthand mesh turns it into the long form; setting one of global_batch and
-// per_chip_batch drops the other.
-void set_path(YAML::Node root, const std::string& dotted, const YAML::Node& value);
+// per_chip_batch drops the other. The tree gets a copy of `value`, or with `share_value` the value
+// itself (for a tree that nothing writes into below that key: a copy's nodes live as long as the
+// tree does).
+void set_path(YAML::Node root, const std::string& dotted, const YAML::Node& value, bool share_value = false);
 
 }  // namespace podsim::config::detail

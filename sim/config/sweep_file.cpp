@@ -48,7 +48,48 @@ struct SweepPlan::Impl {
     Expression sort{std::string(core::find_key(kSweepFileKeys, "sort").default_string), {}};
     std::size_t size = 1;
     std::shared_ptr<LoadCache> cache = make_load_cache();
+    // One tree that every instance writes its axis values into, when that leaves it as a fresh copy
+    // of the base would be (reuses_tree): a copy per instance was a third of building it.
+    bool reuses_tree = false;
+    mutable YAML::Node tree;
 };
+
+namespace {
+
+// Whether writing every axis's values into one tree, instance after instance, leaves it as a copy
+// of the base with those values written would be: each instance then sets the same keys to the
+// axis values themselves (not copies), and creates no node after the first (the tree's nodes live
+// as long as it does). Not so when something writes inside a value an axis set: another axis (a
+// path below another path, or a mesh shorthand turned into the long form each time), the
+// instance's name, or the absolute path make() puts in place of a relative model, topology or
+// calibration path; nor with both batch keys (each removes the other).
+bool reusable_tree(const std::vector<Axis>& axes) {
+    std::vector<std::string> paths;
+    for (const auto& axis : axes) {
+        for (std::size_t p = 0; p < axis.paths.size(); ++p) {
+            paths.push_back(axis.paths[p]);
+            const std::string& path = axis.paths[p];
+            if (path != "model" && path != "topology" && path != "calibration") continue;
+            for (const auto& row : axis.values) {
+                const YAML::Node& value = row[p];
+                if (!value.IsScalar()) continue;
+                const std::string& text = value.Scalar();
+                if (text.find('/') != std::string::npos || text.ends_with(".yaml")) return false;
+            }
+        }
+    }
+    bool global = false, per_chip = false;
+    for (const auto& p : paths) {
+        if (p == "name" || p.rfind("mesh.ici", 0) == 0 || p.rfind("mesh.dcn", 0) == 0) return false;
+        global = global || p == "training.global_batch";
+        per_chip = per_chip || p == "training.per_chip_batch";
+        for (const auto& q : paths)
+            if (&p != &q && (p == q || q.rfind(p + ".", 0) == 0)) return false;
+    }
+    return !(global && per_chip);
+}
+
+}  // namespace
 
 SweepPlan::SweepPlan(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 SweepPlan::SweepPlan(SweepPlan&&) noexcept = default;
@@ -262,12 +303,14 @@ SweepPlan SweepPlan::load_tree(const YAML::Node& root, const std::string& path, 
     }
     if (auto s = r.string("sort", false)) impl->sort = {*s, r.location("sort")};
     core::throw_if_errors(d);
+    impl->reuses_tree = reusable_tree(impl->axes);
+    if (impl->reuses_tree) impl->tree = YAML::Clone(impl->base);
     return SweepPlan(std::move(impl));
 }
 
 SweepPlan::Instance SweepPlan::make(std::size_t index, bool with_run_yaml) const {
     Instance instance;
-    YAML::Node tree = YAML::Clone(impl_->base);
+    YAML::Node tree = impl_->reuses_tree ? impl_->tree : YAML::Clone(impl_->base);
     std::size_t rest = index;
     // Row-major: the first axis varies slowest, like nested loops in file order.
     std::vector<std::size_t> choice(impl_->axes.size());
@@ -279,7 +322,7 @@ SweepPlan::Instance SweepPlan::make(std::size_t index, bool with_run_yaml) const
         const Axis& axis = impl_->axes[a];
         for (std::size_t p = 0; p < axis.paths.size(); ++p) {
             const YAML::Node& value = axis.values[choice[a]][p];
-            detail::set_path(tree, axis.paths[p], value);
+            detail::set_path(tree, axis.paths[p], value, impl_->reuses_tree);
             instance.values.push_back(axis.shown[choice[a]][p]);
         }
     }

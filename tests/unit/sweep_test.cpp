@@ -68,6 +68,33 @@ TEST_CASE("axes expand as a cartesian product, zips vary together, dotted paths 
     CHECK(last.spec.training.global_batch == 64 * 16);
 }
 
+TEST_CASE("an instance is the same whatever instances were built before it") {
+    // A plan writes each instance's axis values into one tree when that is the same as a fresh
+    // copy of the base (tests/data/sweeps/large.yaml: model, slice, batch, remat, framework and
+    // mesh axes); an instance built after others must equal one built first by a fresh plan.
+    const std::string file = test::source_path("tests/data/sweeps/large.yaml");
+    auto plan = config::SweepPlan::load(file);
+    std::vector<std::size_t> picked;
+    for (std::size_t i = 0; i < plan.size(); i += 97) picked.push_back(i);
+    picked.push_back(plan.size() - 1);
+    std::vector<config::SweepPlan::Instance> in_order;
+    for (std::size_t i : picked) in_order.push_back(plan.make(i, true));
+    for (std::size_t k = picked.size(); k-- > 0;) {  // and again backwards, on the same plan
+        auto again = plan.make(picked[k], true);
+        CHECK(again.spec == in_order[k].spec);
+        CHECK(again.run_yaml == in_order[k].run_yaml);
+    }
+    for (std::size_t k = 0; k < picked.size(); k += 4) {
+        CAPTURE(picked[k]);
+        auto alone = config::SweepPlan::load(file).make(picked[k], true);
+        CHECK(alone.ok == in_order[k].ok);
+        CHECK(alone.spec == in_order[k].spec);
+        CHECK(alone.run_yaml == in_order[k].run_yaml);
+        CHECK(alone.values == in_order[k].values);
+        CHECK(alone.skip_reason == in_order[k].skip_reason);
+    }
+}
+
 TEST_CASE("invalid combinations are skipped with their reason, not fatal") {
     auto plan = config::SweepPlan::load(test::source_path("tests/data/sweeps/skips.yaml"));
     auto summary = sweep::run_sweep(plan, quiet(test::fresh_dir("skips"), 1));
