@@ -313,10 +313,14 @@ class ProgramRun final : public core::EventHandler, public network::TransferList
     }
 
     // Compares the state at each watched boundary an op started at with the first block's.
+    // Once one has repeated, the rest are not compared: the first to repeat in time is the first in
+    // program order (compute runs in program order), which is the one a fold takes.
     void at_watched_boundaries() {
         for (std::size_t op : due_watches_) {
+            if (watch_repeated_) break;
             WatchState& w = watches_[static_cast<std::size_t>(watch_of_boundary_[op])];
             const std::size_t k = op == w.region.first_op ? 0 : 1;
+            if (k == 1 && !w.first_valid) continue;
             Snapshot state;
             std::size_t horizon = 0;
             const bool described = describe(w.region, k, state, horizon);
@@ -332,6 +336,7 @@ class ProgramRun final : public core::EventHandler, public network::TransferList
                 out.start = w.time;
                 out.period = engine_.now() - w.time;
                 out.events = events - w.events;
+                watch_repeated_ = true;
             }
         }
         due_watches_.clear();
@@ -567,6 +572,7 @@ class ProgramRun final : public core::EventHandler, public network::TransferList
     std::vector<int> watch_of_boundary_;  // per op: the watch whose block it starts, or -1
     std::vector<WatchState> watches_;
     std::vector<std::size_t> due_watches_;  // watched boundary ops started by the event being handled
+    bool watch_repeated_ = false;
     bool logging_ = false;
     std::vector<int> started_, ended_;  // ops in the order they started / ended
 };
