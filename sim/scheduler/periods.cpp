@@ -63,17 +63,39 @@ std::vector<PeriodicRegion> periodic_regions(const parallel::DeviceProgram& prog
     return regions;
 }
 
-bool identical_blocks(const parallel::DeviceProgram& program, const OpBehaviour& behaviour,
-                      PeriodicRegion& region) {
-    if (region.length == 0 || region.count < 2 || region.end() > program.ops.size()) return false;
-    for (std::size_t i = region.first_op + region.length; i < region.end(); ++i)
-        if (!same_op(program, behaviour, i - region.length, i)) return false;
-    region.dependency_span = 0;
-    for (std::size_t i = region.first_op; i < region.end(); ++i)
+std::vector<bool> identical_two_blocks(const parallel::DeviceProgram& program, const OpBehaviour& behaviour,
+                                       std::vector<PeriodicRegion>& regions) {
+    std::vector<bool> identical(regions.size(), false);
+    if (regions.empty()) return identical;
+    const std::size_t length = regions.front().length;
+    std::size_t begin = program.ops.size(), end = 0;
+    for (const auto& r : regions) {
+        if (r.length != length || length == 0 || r.first_op + 2 * length > program.ops.size()) continue;
+        begin = std::min(begin, r.first_op);
+        end = std::max(end, r.first_op + 2 * length);
+    }
+    if (begin >= end) return identical;
+    // differs[i - begin]: ops that differ from the one a period before, counted up to i; and each
+    // op's longest distance to a predecessor.
+    std::vector<std::size_t> differs(end - begin + 1, 0);
+    std::vector<std::size_t> span(end - begin, 0);
+    for (std::size_t i = begin; i < end; ++i) {
+        const bool differ = i < begin + length || !same_op(program, behaviour, i - length, i);
+        differs[i - begin + 1] = differs[i - begin] + (differ ? 1 : 0);
         for (std::size_t p = behaviour.pred_begin[i]; p < behaviour.pred_begin[i + 1]; ++p)
-            region.dependency_span =
-                std::max(region.dependency_span, i - static_cast<std::size_t>(behaviour.preds[p]));
-    return true;
+            span[i - begin] = std::max(span[i - begin], i - static_cast<std::size_t>(behaviour.preds[p]));
+    }
+    for (std::size_t k = 0; k < regions.size(); ++k) {
+        auto& r = regions[k];
+        if (r.length != length || r.first_op + 2 * length > program.ops.size()) continue;
+        const std::size_t second = r.first_op + length - begin, last = r.first_op + 2 * length - begin;
+        if (differs[last] != differs[second]) continue;
+        identical[k] = true;
+        r.count = 2;
+        r.dependency_span = *std::max_element(span.begin() + static_cast<std::ptrdiff_t>(r.first_op - begin),
+                                              span.begin() + static_cast<std::ptrdiff_t>(last));
+    }
+    return identical;
 }
 
 }  // namespace podsim::scheduler

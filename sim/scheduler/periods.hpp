@@ -34,10 +34,11 @@ struct OpBehaviour {
 std::vector<PeriodicRegion> periodic_regions(const parallel::DeviceProgram& program,
                                              const OpBehaviour& behaviour, std::size_t min_count);
 
-// Whether the `count` blocks of `region` are each the same as the one before (as periodic_regions
-// compares blocks), with the region's dependency span filled in; false when they are not or the
-// region does not fit in the program.
-bool identical_blocks(const parallel::DeviceProgram& program, const OpBehaviour& behaviour,
-                      PeriodicRegion& region);
+// Whether the second block of each two-block region is the same as its first (as periodic_regions
+// compares blocks), for regions of one length that overlap (the candidates of folded
+// microbatches): each op is compared with the one a period before only once. Fills in the
+// dependency spans of those that are; false for the others and for those past the program's end.
+std::vector<bool> identical_two_blocks(const parallel::DeviceProgram& program, const OpBehaviour& behaviour,
+                                       std::vector<PeriodicRegion>& regions);
 
 }  // namespace podsim::scheduler

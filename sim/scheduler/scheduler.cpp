@@ -296,11 +296,12 @@ class ProgramRun final : public core::EventHandler, public network::TransferList
         collect_behaviour(transfer, network);
         const OpBehaviour behaviour{durations_, transfer, network, pred_begin_, preds_};
         watch_of_boundary_.assign(program_.ops.size(), -1);
-        for (const auto& candidate : candidates) {
-            timeline_.watched.push_back(WatchedPeriod{candidate.first_op, candidate.length});
-            PeriodicRegion region = candidate;
-            region.count = 2;
-            if (!identical_blocks(program_, behaviour, region)) continue;
+        std::vector<PeriodicRegion> regions = candidates;
+        const std::vector<bool> identical = identical_two_blocks(program_, behaviour, regions);
+        for (std::size_t c = 0; c < candidates.size(); ++c) {
+            timeline_.watched.push_back(WatchedPeriod{candidates[c].first_op, candidates[c].length});
+            const PeriodicRegion& region = regions[c];
+            if (!identical[c]) continue;
             const std::size_t second = region.first_op + region.length;
             if (watch_of_boundary_[region.first_op] >= 0 || watch_of_boundary_[second] >= 0) continue;
             watch_of_boundary_[region.first_op] = watch_of_boundary_[second] =

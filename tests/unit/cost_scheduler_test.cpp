@@ -194,3 +194,32 @@ TEST_CASE("repeated layers are jumped over once their state repeats, with the sa
         CHECK(split_jumped.spans[i].end == split_every.spans[i].end);
     }
 }
+
+TEST_CASE("two-block candidates are identical where every op repeats the one a period before") {
+    // 20 identical layers of 2 ops (gather 2l, matmul 2l + 1); layer 9's matmul (op 19) takes
+    // longer, and the gathers of layers 0 and 1 (ops 0, 2) wait for nothing. With a period of 4 ops
+    // (two layers), op i differs from op i - 4 at i = 4, 6 (predecessors), 19 and 23 (durations).
+    // A candidate from `first` is identical when none of those is in its second block
+    // [first + 4, first + 8), and it ends within the 40 ops.
+    auto program = layered_program(20);
+    std::vector<core::Time> duration(program.ops.size(), core::kMillisecond);
+    duration[19] = 2 * core::kMillisecond;
+    std::vector<const void*> transfer(program.ops.size(), nullptr);
+    std::vector<int> network(program.ops.size(), -1);
+    std::vector<std::size_t> pred_begin{0};
+    std::vector<int> preds;
+    for (const auto& op : program.ops) {
+        for (int d : op.deps) preds.push_back(d);
+        pred_begin.push_back(preds.size());
+    }
+    const scheduler::OpBehaviour behaviour{duration, transfer, network, pred_begin, preds};
+    std::vector<scheduler::PeriodicRegion> regions;
+    for (std::size_t first : {0, 4, 6, 8, 10, 12, 14, 16, 20, 32, 34})
+        regions.push_back(scheduler::PeriodicRegion{first, 4, 2, 0});
+    auto identical = scheduler::identical_two_blocks(program, behaviour, regions);
+    // first 0: op 4 and 6; 12, 14: op 19; 16: op 23; 34: past the end.
+    const std::vector<bool> expected{false, true, true, true, true, false, false, false, true, true, false};
+    CHECK(identical == expected);
+    // A gather waits for the matmul two layers before, 3 ops back: the span of an identical region.
+    CHECK(regions[1].dependency_span == 3);
+}
