@@ -6,18 +6,9 @@
 
 #include "core/time.hpp"
 #include "parallel/device_program.hpp"
+#include "scheduler/timeline.hpp"
 
 namespace podsim::scheduler {
-
-// A run of identical periods in program order: `count` blocks of `length` ops from `first_op`, each
-// the same as the one before shifted by `length` ops (the layers of one pass of one microbatch).
-struct PeriodicRegion {
-    std::size_t first_op = 0;
-    std::size_t length = 0;
-    std::size_t count = 0;
-    std::size_t dependency_span = 0;  // largest op - dependency distance inside the region
-    std::size_t end() const { return first_op + length * count; }
-};
 
 // What makes two ops behave the same in the scheduler, op by op (indexed like program.ops).
 struct OpBehaviour {

@@ -48,8 +48,14 @@ class ProgramRun final : public core::EventHandler, public network::TransferList
         heads_.assign(queues_.size(), 0);
         busy_.assign(queues_.size(), false);
         timeline_.spans.resize(n);
-        if (options.jump_periods) find_regions();
-        if (!options.watch.empty()) find_watches(options.watch);
+        if (options.jump_periods || !options.watch.empty()) {
+            std::vector<const void*> transfer_of;
+            std::vector<int> network_of;
+            collect_behaviour(transfer_of, network_of);
+            const OpBehaviour behaviour{durations_, transfer_of, network_of, pred_begin_, preds_};
+            if (options.jump_periods) find_regions(behaviour);
+            if (!options.watch.empty()) find_watches(options.watch, behaviour);
+        }
     }
 
     Timeline run() {
@@ -234,7 +240,6 @@ class ProgramRun final : public core::EventHandler, public network::TransferList
         std::vector<int> pending;          // pending counts of the ops that can have changed
         std::int64_t window_begin = 0, window_end = 0;  // of `pending`, relative to the block
         std::vector<network::FlowNetwork::Snapshot> networks;
-        std::vector<bool> network_made;
         bool operator==(const Snapshot&) const = default;
     };
     // The state at one boundary of a region, with what a jump from it needs.
@@ -269,12 +274,8 @@ class ProgramRun final : public core::EventHandler, public network::TransferList
         }
     }
 
-    void find_regions() {
-        std::vector<const void*> transfer;
-        std::vector<int> network;
-        collect_behaviour(transfer, network);
-        auto regions = periodic_regions(
-            program_, OpBehaviour{durations_, transfer, network, pred_begin_, preds_}, kMinPeriods);
+    void find_regions(const OpBehaviour& behaviour) {
+        auto regions = periodic_regions(program_, behaviour, kMinPeriods);
         if (regions.empty()) return;
         // A boundary is the start of a region's block; the first block's ops depend on what came
         // before the region, so boundaries count from the second block.
@@ -284,17 +285,12 @@ class ProgramRun final : public core::EventHandler, public network::TransferList
                 region_of_boundary_[regions[g].first_op + k * regions[g].length] = static_cast<int>(g);
             states_.emplace_back();
             states_.back().region = regions[g];
-            timeline_.regions.push_back(
-                RegionRecord{regions[g].first_op, regions[g].length, regions[g].count});
+            timeline_.regions.push_back(regions[g]);
         }
         logging_ = true;
     }
 
-    void find_watches(const std::vector<PeriodicRegion>& candidates) {
-        std::vector<const void*> transfer;
-        std::vector<int> network;
-        collect_behaviour(transfer, network);
-        const OpBehaviour behaviour{durations_, transfer, network, pred_begin_, preds_};
+    void find_watches(const std::vector<PeriodicRegion>& candidates, const OpBehaviour& behaviour) {
         watch_of_boundary_.assign(program_.ops.size(), -1);
         std::vector<PeriodicRegion> regions = candidates;
         const std::vector<bool> identical = identical_two_blocks(program_, behaviour, regions);
@@ -409,13 +405,11 @@ class ProgramRun final : public core::EventHandler, public network::TransferList
             networks_[net]->describe_tag(e.tag, base, out.events);
         }
         out.networks.resize(networks_.size());
-        out.network_made.assign(networks_.size(), false);
         for (std::size_t net = 0; net < networks_.size(); ++net) {
             if (!networks_[net]) continue;
+            // An idle network's snapshot is empty, as that of one not made yet: nothing it keeps
+            // changes a time (its stale completion checks, if any, are among the pending events).
             networks_[net]->snapshot(now, base, out.networks[net]);
-            // An idle network is in the state of one not made yet: nothing it keeps changes a time
-            // (its stale completion checks, if any, are among the pending events).
-            out.network_made[net] = !out.networks[net].transfers.empty() || !out.networks[net].active.empty();
             for (const auto& t : out.networks[net].transfers)
                 if (!inside(region, static_cast<std::size_t>(static_cast<std::int64_t>(base) + t.tag)))
                     return false;

@@ -29,12 +29,15 @@ struct PeriodJump {
     std::uint64_t events_per_period = 0;  // engine events one period stands for
 };
 
-// A run of `count` identical blocks of `length` ops from `first_op` (scheduler/periods.hpp) that the
-// scheduler watched for a repeating state, whether or not it jumped.
-struct RegionRecord {
+// A run of identical periods in program order: `count` blocks of `length` ops from `first_op`, each
+// the same as the one before shifted by `length` ops (the layers of one pass of one microbatch;
+// scheduler/periods.hpp finds them).
+struct PeriodicRegion {
     std::size_t first_op = 0;
     std::size_t length = 0;
     std::size_t count = 0;
+    std::size_t dependency_span = 0;  // largest op - dependency distance inside the region
+    std::size_t end() const { return first_op + length * count; }
 };
 
 // A watched two-block region (ScheduleOptions::watch): `repeated` when the state at the start of
@@ -62,10 +65,12 @@ struct Splice {
 struct Timeline {
     std::vector<Span> spans;  // indexed like DeviceProgram::ops
     core::Time step_time = 0;
-    std::uint64_t events = 0;            // events the engine processed
-    std::vector<double> link_bytes;      // bytes each torus link carried, when a network was simulated
-    std::vector<PeriodJump> jumps;       // in the order they happened
-    std::vector<RegionRecord> regions;   // with ScheduleOptions::jump_periods, in program order
+    std::uint64_t events = 0;        // events the engine processed
+    std::vector<double> link_bytes;  // bytes each torus link carried, when a network was simulated
+    std::vector<PeriodJump> jumps;   // in the order they happened
+    // The regions the scheduler watched for a repeating state, whether or not it jumped (with
+    // ScheduleOptions::jump_periods), in program order.
+    std::vector<PeriodicRegion> regions;
     std::vector<WatchedPeriod> watched;  // one per ScheduleOptions::watch region
 
     // Repeated periods not simulated one by one (ScheduleOptions).
