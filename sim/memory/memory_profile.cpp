@@ -106,7 +106,11 @@ MemoryProfile profile_memory(const parallel::DeviceProgram& program, const sched
     std::vector<Change> streams[kStreams];
     for (auto& stream : streams) stream.reserve(ops.size() / 2 + 1);
     std::uint32_t seq = 0;
-    auto change = [&streams, &seq](Stream stream, core::Time at, double delta, int holder) {
+    // Whether every allocation is a whole number of bytes (only MemoryFold::outer needs to know).
+    const bool check_whole = fold && fold->outer;
+    bool whole_bytes = true;
+    auto change = [&](Stream stream, core::Time at, double delta, int holder) {
+        if (check_whole) whole_bytes = whole_bytes && std::floor(delta) == delta;
         streams[stream].push_back({at, delta, seq++, holder});
     };
     int previous = -1;  // previous compute op, whose output the current one consumes
@@ -244,16 +248,11 @@ MemoryProfile profile_memory(const parallel::DeviceProgram& program, const sched
     // The outer period [at - period, at) of the simulated timeline: the live bytes when it begins
     // (before any change at or after its start), and at its end the shift of its copies.
     const scheduler::Splice* outer = fold ? fold->outer : nullptr;
-    bool outer_begun = false, outer_ended = false, outer_repeats = true;
-    // Whole bytes below 2^53 add exactly in a double, in any order.
+    // Whole bytes below 2^53 add exactly in a double, in any order (the bound is checked on the
+    // peak, which no running sum exceeds).
     constexpr double kExactBytes = 9007199254740992.0;
-    if (outer) {
-        outer_repeats = std::floor(fixed) == fixed && fixed < kExactBytes;
-        for (const auto& stream : streams)
-            for (const Change& c : stream)
-                outer_repeats =
-                    outer_repeats && std::floor(c.delta) == c.delta && std::abs(c.delta) < kExactBytes;
-    }
+    bool outer_begun = false, outer_ended = false;
+    bool outer_repeats = !outer || (whole_bytes && std::floor(fixed) == fixed);
     double outer_live[kHolders] = {}, outer_total = 0.0;
     core::Time outer_shift = 0;
     auto outer_boundaries = [&](core::Time next_time) {
