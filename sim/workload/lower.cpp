@@ -1,7 +1,8 @@
 #include "workload/lower.hpp"
 
+#include <algorithm>
+#include <array>
 #include <cmath>
-#include <map>
 
 #include <fmt/format.h>
 
@@ -57,9 +58,9 @@ class Lowering {
 
   private:
     struct Forward {
-        int index;                // in the graph
-        int producer;             // what the backward reads its inputs from
-        std::vector<int> inputs;  // forward indices of the ops it reads
+        int index;                  // in the graph
+        int producer;               // what the backward reads its inputs from
+        std::array<int, 3> inputs;  // forward indices of the ops it reads, then -1
     };
 
     int embedding_group() const { return 0; }
@@ -154,7 +155,10 @@ class Lowering {
     int forward(Op op, std::initializer_list<int> inputs) {
         op.phase = Phase::forward;
         int index = add(std::move(op), inputs);
-        forwards_.push_back(Forward{index, index, std::vector<int>(inputs)});
+        PODSIM_ASSERT(inputs.size() <= 3, "a forward op reads at most three others");
+        Forward f{index, index, {-1, -1, -1}};
+        std::copy(inputs.begin(), inputs.end(), f.inputs.begin());
+        forwards_.push_back(f);
         return index;
     }
 
@@ -236,8 +240,13 @@ class Lowering {
     // recomputing it needs.
     void decide_saved(std::size_t first, int out_index) {
         const std::size_t n = forwards_.size() - first;
-        std::map<int, std::size_t> local;
-        for (std::size_t i = 0; i < n; ++i) local[forwards_[first + i].index] = i;
+        // The position in this layer of the forward op at graph index `index`, or n (a layer has a
+        // dozen ops: a scan is cheaper than a map).
+        auto local = [&](int index) {
+            std::size_t i = 0;
+            while (i < n && forwards_[first + i].index != index) ++i;
+            return i;
+        };
         std::vector<bool> read_by_backward(n, false);
         for (std::size_t i = 0; i < n; ++i) {
             const Forward& f = forwards_[first + i];
@@ -247,8 +256,8 @@ class Lowering {
             if (op.kind == OpKind::fusion) read_by_backward[i] = true;
             for (std::size_t k = 0; k < f.inputs.size(); ++k) {
                 if (op.weight_matmul && k > 0) continue;
-                auto it = local.find(f.inputs[k]);
-                if (it != local.end()) read_by_backward[it->second] = true;
+                const std::size_t at = local(f.inputs[k]);
+                if (at < n) read_by_backward[at] = true;
             }
         }
         std::vector<bool> kept(n, false);
@@ -267,11 +276,15 @@ class Lowering {
             if (!(read_by_backward[i] || rebuilt[i]) || kept[i]) continue;
             rebuilt[i] = true;
             for (int input : forwards_[first + i].inputs) {
-                auto it = local.find(input);
-                if (it != local.end()) rebuilt[it->second] = !kept[it->second];
+                const std::size_t at = local(input);
+                if (at < n) rebuilt[at] = !kept[at];
             }
         }
-        for (std::size_t i = 0; i < n; ++i) recompute_[forwards_[first + i].index] = rebuilt[i];
+        for (std::size_t i = 0; i < n; ++i) {
+            const auto index = static_cast<std::size_t>(forwards_[first + i].index);
+            if (recompute_.size() <= index) recompute_.resize(index + 1, false);
+            recompute_[index] = rebuilt[i];
+        }
     }
 
     // Scores, softmax and context as XLA computes them without a fused kernel: the S x S scores
@@ -327,8 +340,8 @@ class Lowering {
     // the layer's own output is never recomputed (XLA removes that dead recompute).
     bool recomputed(const Op& op, int index) const {
         if (t_.remat == Remat::none || op.kept_for_backward) return false;
-        auto it = recompute_.find(index);
-        return it != recompute_.end() && it->second;
+        const auto i = static_cast<std::size_t>(index);
+        return i < recompute_.size() && recompute_[i];
     }
 
     // Loss and LM head / classifier: their backward follows their forward at once.
@@ -526,8 +539,8 @@ class Lowering {
     std::vector<Forward> forwards_;
     std::vector<std::pair<std::size_t, std::size_t>> layer_ranges_;
     std::vector<int> layer_outputs_;
-    std::map<int, bool> recompute_;  // forward op -> rebuilt before its layer's backward
-    std::vector<int> producer_;      // graph index of a forward op -> op holding its output now
+    std::vector<bool> recompute_;  // by forward op's graph index: rebuilt before its layer's backward
+    std::vector<int> producer_;    // graph index of a forward op -> op holding its output now
 };
 
 }  // namespace
