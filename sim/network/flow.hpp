@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cstdint>
 #include <vector>
 
 namespace podsim::network {
@@ -8,6 +9,10 @@ namespace podsim::network {
 struct Flow {
     std::vector<int> links;  // Torus link ids, in path order
     double bytes = 0.0;
+    // Nonzero: flows with the same id have the same links (run::SimulationCache numbers the paths of
+    // the plans it keeps), so the rate memo of FlowNetwork::Scratch matches flow sets of plans that
+    // differ only in bytes. Zero: the flow is known by its address.
+    std::uint32_t path_id = 0;
 };
 
 // A step of a transfer: after `latency`, all flows run concurrently; the phase ends when the last

@@ -23,7 +23,7 @@ FlowNetwork::Scratch::Scratch(std::size_t links)
 // A step meets a few hundred sets of flows at most (150 on the slow 16x16x16 config); past this many,
 // new sets are solved each time (a sweep's cache then starts the memo again), which bounds the memo
 // to a few megabytes.
-constexpr std::size_t kMaxMemoEntries = 1024;
+constexpr std::size_t kMaxMemoEntries = 4096;
 
 void FlowNetwork::Scratch::RateMemo::clear() {
     entries.clear();
@@ -36,20 +36,26 @@ bool FlowNetwork::Scratch::RateMemo::full() const {
 
 namespace {
 
-std::uint64_t flows_hash(const std::vector<const Flow*>& flows, const std::vector<double>* bandwidth) {
-    std::uint64_t h = 14695981039346656037ull;  // FNV-1a over the addresses
-    auto mix = [&h](std::uintptr_t v) {
-        h ^= static_cast<std::uint64_t>(v);
+// A flow in a rate memo key: its path id (odd) or its address (even: flows are aligned).
+std::uint64_t flow_key(const Flow& flow) {
+    if (flow.path_id != 0) return (static_cast<std::uint64_t>(flow.path_id) << 1) | 1u;
+    return static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(&flow));
+}
+
+std::uint64_t flows_hash(const std::vector<std::uint64_t>& flows, const std::vector<double>* bandwidth) {
+    std::uint64_t h = 14695981039346656037ull;  // FNV-1a over the keys
+    auto mix = [&h](std::uint64_t v) {
+        h ^= v;
         h *= 1099511628211ull;
     };
-    mix(reinterpret_cast<std::uintptr_t>(bandwidth));
-    for (const Flow* f : flows) mix(reinterpret_cast<std::uintptr_t>(f));
+    mix(static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(bandwidth)));
+    for (std::uint64_t f : flows) mix(f);
     return h ^ (h >> 29);
 }
 
 const std::vector<double>* memo_find(const FlowNetwork::Scratch::RateMemo& memo, std::uint64_t hash,
                                      const std::vector<double>* bandwidth,
-                                     const std::vector<const Flow*>& flows) {
+                                     const std::vector<std::uint64_t>& flows) {
     if (memo.slots.empty()) return nullptr;
     const std::size_t mask = memo.slots.size() - 1;
     for (std::size_t s = hash & mask; memo.slots[s] != 0; s = (s + 1) & mask) {
@@ -60,7 +66,7 @@ const std::vector<double>* memo_find(const FlowNetwork::Scratch::RateMemo& memo,
 }
 
 void memo_insert(FlowNetwork::Scratch::RateMemo& memo, std::uint64_t hash,
-                 const std::vector<double>* bandwidth, const std::vector<const Flow*>& flows,
+                 const std::vector<double>* bandwidth, const std::vector<std::uint64_t>& flows,
                  std::vector<double> rates) {
     if (memo.entries.size() >= kMaxMemoEntries) return;
     if (2 * (memo.entries.size() + 1) > memo.slots.size()) {  // keep the table at most half full
@@ -172,7 +178,7 @@ void FlowNetwork::reallocate() {
     auto& memo = scratch_->rates;
     auto& key = scratch_->memo_key;
     key.clear();
-    for (const auto& f : active_) key.push_back(f.flow);
+    for (const auto& f : active_) key.push_back(flow_key(*f.flow));
     const std::uint64_t hash = flows_hash(key, bandwidth_);
     if (const std::vector<double>* rates = memo_find(memo, hash, bandwidth_, key)) {
         for (std::size_t i = 0; i < active_.size(); ++i) active_[i].rate = (*rates)[i];

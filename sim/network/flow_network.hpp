@@ -33,14 +33,15 @@ class FlowNetwork final : public core::EventHandler {
         std::vector<std::size_t> flows_by_link;          // indices into active_
         // The rates of each set of active flows solved since the last network was built on this
         // scratch: a step's networks meet the same few sets of flows over and over (150 distinct of
-        // 7,638 reallocations on a 16x16x16 175B step), and the rates depend on nothing else. Keyed
-        // by flow addresses, which stay valid while the networks built since the last clear run.
+        // 7,638 reallocations on a 16x16x16 175B step), and the rates depend on nothing else than
+        // the flows' links and the links' bandwidths. Keyed by flow paths (Flow::path_id) or flow
+        // addresses, which stay valid while the networks built since the last clear run.
         struct RateMemo {
             struct Entry {
                 std::uint64_t hash = 0;
                 const std::vector<double>* bandwidth = nullptr;
-                std::vector<const Flow*> flows;  // in active order
-                std::vector<double> rates;       // bytes/s, per flow
+                std::vector<std::uint64_t> flows;  // in active order (flow_key)
+                std::vector<double> rates;         // bytes/s, per flow
             };
             std::vector<Entry> entries;
             std::vector<std::uint32_t> slots;  // open addressing: entry index + 1, 0 when empty
@@ -52,7 +53,7 @@ class FlowNetwork final : public core::EventHandler {
         // a flow or bandwidth vector the memo names may be freed or moved (run::SimulationCache, whose
         // cached plans outlive the configs of a sweep). By default each new network clears it.
         bool keep_rates = false;
-        std::vector<const Flow*> memo_key;  // the active flows of the reallocation being looked up
+        std::vector<std::uint64_t> memo_key;  // the active flows of the reallocation being looked up
         explicit Scratch(std::size_t links);
     };
 

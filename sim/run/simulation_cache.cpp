@@ -10,6 +10,7 @@ namespace {
 constexpr std::size_t kMaxLowered = 64;
 constexpr std::size_t kMaxTori = 16;
 constexpr std::size_t kMaxPlans = 4096;
+constexpr std::size_t kMaxPaths = std::size_t{1} << 16;
 
 }  // namespace
 
@@ -79,12 +80,21 @@ std::shared_ptr<const CachedPlan> SimulationCache::plan(const std::shared_ptr<co
                 hop_latency, launch_overhead,        link_efficiency, link_bytes};
     auto it = plans_.find(key);
     if (it != plans_.end()) return it->second;
-    if (plans_.size() >= kMaxPlans) {
+    if (plans_.size() >= kMaxPlans || path_ids_.size() >= kMaxPaths) {
         plans_.clear();
-        if (scratch_) scratch_->rates.clear();  // names the plans' flows
+        path_ids_.clear();
+        if (scratch_) scratch_->rates.clear();  // names the plans' flows and paths
     }
     auto entry = std::make_shared<CachedPlan>();
     entry->plan = collectives::plan_collective(*torus, kind, bytes, parts, hop_latency, launch_overhead);
+    // Plans that differ only in bytes have flows on the same paths, whose rates are the same.
+    for (auto& phase : entry->plan.phases) {
+        for (auto& flow : phase.flows) {
+            auto [at, added] =
+                path_ids_.try_emplace(flow.links, static_cast<std::uint32_t>(path_ids_.size() + 1));
+            flow.path_id = at->second;
+        }
+    }
     const std::vector<double>& bandwidth = link_bandwidth(torus, link_efficiency);
     entry->alone = scheduler::run_alone(entry->plan.phases, bandwidth, scratch(bandwidth.size()), link_bytes);
     std::shared_ptr<const CachedPlan> shared = std::move(entry);

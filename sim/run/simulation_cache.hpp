@@ -71,6 +71,8 @@ class SimulationCache {
     std::map<std::string, LoweredStep> lowered_;
     std::vector<TorusEntry> tori_;
     std::map<PlanKey, std::shared_ptr<const CachedPlan>> plans_;
+    // An id per distinct path (link ids) of the plans' flows (network::Flow::path_id), from 1.
+    std::map<std::vector<int>, std::uint32_t> path_ids_;
     struct BandwidthEntry {
         const network::Torus* torus = nullptr;
         double link_efficiency = 0.0;

@@ -1,5 +1,7 @@
 #include <doctest/doctest.h>
 
+#include <set>
+
 #include "collectives/closed_form.hpp"
 #include "config/load.hpp"
 #include "network/axis_mapping.hpp"
@@ -162,4 +164,43 @@ training: {global_batch: 64, seq_len: 1024}
     bool has_dcn = false;
     for (const auto& r : report.resources) has_dcn = has_dcn || r.name == "dcn";
     CHECK(has_dcn);
+}
+
+TEST_CASE("a sweep's cached plans number their paths: plans that differ only in bytes share path ids") {
+    // The rate memo is keyed by path ids, and max-min rates depend on the links alone: an all-gather
+    // of 1 MB and one of 3 MB over the same ring meet the same flow sets.
+    auto v4 = topology("tpu-v4");
+    run::SimulationCache cache;
+    auto torus = cache.torus(v4, *hardware::parse_slice_shape("4x4x4"), false);
+    const std::vector<network::AxisDimPart> ring = {network::AxisDimPart{0, 4, 1, true}};
+    const std::vector<network::AxisDimPart> other_ring = {network::AxisDimPart{1, 4, 1, true}};
+    auto small = cache.plan(torus, CollectiveKind::all_gather, 1e6, ring, 1e-6, 0.0, 1.0, false);
+    auto large = cache.plan(torus, CollectiveKind::all_gather, 3e6, ring, 1e-6, 0.0, 1.0, false);
+    auto other = cache.plan(torus, CollectiveKind::all_gather, 1e6, other_ring, 1e-6, 0.0, 1.0, false);
+    REQUIRE(small != large);
+    REQUIRE(small->plan.phases.size() == large->plan.phases.size());
+    std::set<std::uint32_t> ring_ids;
+    for (std::size_t p = 0; p < small->plan.phases.size(); ++p) {
+        const auto& a = small->plan.phases[p].flows;
+        const auto& b = large->plan.phases[p].flows;
+        REQUIRE(a.size() == b.size());
+        for (std::size_t f = 0; f < a.size(); ++f) {
+            CHECK(a[f].path_id != 0);
+            CHECK(a[f].path_id == b[f].path_id);
+            CHECK(a[f].links == b[f].links);
+            CHECK(a[f].bytes * 3.0 == doctest::Approx(b[f].bytes));
+            ring_ids.insert(a[f].path_id);
+        }
+    }
+    // Flows on other links get other ids.
+    for (const auto& phase : other->plan.phases)
+        for (const auto& flow : phase.flows) CHECK(ring_ids.count(flow.path_id) == 0);
+    // Three times the bytes on the same paths: the same rates, so the same time per byte once the
+    // latency is taken out.
+    double latency = 0.0;
+    for (const auto& phase : small->plan.phases) latency += phase.latency;
+    const double small_s = core::to_seconds(small->alone.duration) - latency;
+    const double large_s = core::to_seconds(large->alone.duration) - latency;
+    CHECK(small_s > 0.0);
+    CHECK(large_s == doctest::Approx(3.0 * small_s).epsilon(1e-6));
 }
