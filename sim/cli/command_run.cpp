@@ -53,8 +53,10 @@ std::string dump_mapping(const run::Simulation& sim) {
     return out;
 }
 
-std::string dump_opgraph(const run::Simulation& sim) {
-    // The unsharded step of one microbatch: what the workload module lowered the model to.
+std::string dump_opgraph(const run::Simulation& sim, const run::RunSpec& spec) {
+    // The unsharded step of one microbatch: what the workload module lowered the model to, with its
+    // per-sample batch extents scaled to the microbatch's samples.
+    const std::int64_t samples = spec.training.global_batch / spec.training.microbatches;
     std::string out = fmt::format("{:>5}  {:<9} {:<7} {:<44} {:>26} {:>12}  inputs\n", "op", "phase", "kind",
                                   "name", "matmul [batch] m x n x k", "FLOPs");
     const auto& g = *sim.graph;
@@ -63,12 +65,12 @@ std::string dump_opgraph(const run::Simulation& sim) {
         std::string shape, preds;
         double flops = 0.0;
         if (op.kind == workload::OpKind::matmul) {
-            const auto& m = op.matmul;
-            double batch = static_cast<double>(m.batch[0].size * m.batch[1].size);
-            shape = fmt::format("[{}] {} x {} x {}", m.batch[0].size * m.batch[1].size, m.m.size, m.n.size,
-                                m.k.size);
-            flops = 2.0 * batch * static_cast<double>(m.m.size) * static_cast<double>(m.n.size) *
-                    static_cast<double>(m.k.size);
+            const auto& s = op.matmul;
+            auto size = [samples](const workload::Extent& e) { return workload::step_size(e, samples); };
+            const std::int64_t batch = size(s.batch[0]) * size(s.batch[1]);
+            shape = fmt::format("[{}] {} x {} x {}", batch, size(s.m), size(s.n), size(s.k));
+            flops = 2.0 * static_cast<double>(batch) * static_cast<double>(size(s.m)) *
+                    static_cast<double>(size(s.n)) * static_cast<double>(size(s.k));
         }
         for (int p : g.predecessors(i)) preds += fmt::format("{} ", p);
         const char* kind = op.kind == workload::OpKind::matmul   ? "matmul"
@@ -156,7 +158,7 @@ int command_run(const RunOptions& o) {
     run::Simulation sim = podsim::simulate(spec, run::SimulateOptions{.exact = o.exact, .fold = fold});
     if (spec.whole_run && dump.empty()) return command_whole_run(o, spec, sim);
     if (dump == "opgraph") {
-        std::cout << dump_opgraph(sim);
+        std::cout << dump_opgraph(sim, spec);
     } else if (dump == "mapping") {
         std::cout << dump_mapping(sim);
     } else if (dump == "program") {

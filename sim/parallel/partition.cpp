@@ -40,6 +40,10 @@ class Partitioner {
         fsdp_ = in.mesh.ici_size_of("fsdp");
         tensor_ = in.mesh.ici_size_of("tensor");
         batch_div_ = static_cast<double>(data_ * fsdp_);
+        PODSIM_ASSERT(
+            in.training.microbatches > 0 && in.training.global_batch % in.training.microbatches == 0,
+            "microbatches must divide the batch (validated by config)");
+        samples_ = in.training.global_batch / in.training.microbatches;
         param_bytes_ = static_cast<double>(core::dtype_bytes(in.training.param_dtype));
         fsdp_bytes_ = in.runtime.fsdp_collectives_in_compute_dtype()
                           ? static_cast<double>(core::dtype_bytes(in.training.dtype))
@@ -182,7 +186,9 @@ class Partitioner {
         return 1.0;
     }
 
-    double size(const workload::Extent& e) const { return static_cast<double>(e.size) / divisor(e.shard); }
+    double size(const workload::Extent& e) const {
+        return static_cast<double>(workload::step_size(e, samples_)) / divisor(e.shard);
+    }
 
     double bytes(const Tensor& t) const {
         double n = static_cast<double>(t.element_bytes);
@@ -482,6 +488,7 @@ class Partitioner {
     DeviceProgram p_;
     long data_ = 1, fsdp_ = 1, tensor_ = 1;
     double batch_div_ = 1.0;
+    std::int64_t samples_ = 1;  // per microbatch, all chips: what the graph's batch extents count
     double param_bytes_ = 4.0;
     double fsdp_bytes_ = 4.0;  // per element of FSDP gathers and gradient reduce-scatters
     std::map<std::string, int> axis_index_;

@@ -32,9 +32,8 @@ class Lowering {
           t_(training),
           a_(static_cast<int>(core::dtype_bytes(training.dtype))),
           p_(static_cast<int>(core::dtype_bytes(training.param_dtype))) {
-        PODSIM_ASSERT(training.microbatches > 0 && training.global_batch % training.microbatches == 0,
-                      "microbatches must divide the batch (validated by config)");
-        B_ = training.global_batch / training.microbatches;
+        // One sample: batch extents count per sample (Extent), so the graph serves every batch.
+        B_ = 1;
         S_ = model.tokens_per_sample(training.seq_len);
         T_ = B_ * S_;
     }
@@ -42,7 +41,6 @@ class Lowering {
     OpGraph run() {
         make_param_groups();
         g_.layers = m_.layers;
-        g_.tokens_per_microbatch = T_;
         int x = embedding_forward();
         std::vector<int> layer_inputs;
         for (int l = 0; l < m_.layers; ++l) {
@@ -532,9 +530,9 @@ class Lowering {
 
     const ModelSpec& m_;
     const TrainingSpec& t_;
-    int a_;  // activation bytes per element
-    int p_;  // parameter bytes per element
-    I B_ = 0, S_ = 0, T_ = 0;
+    int a_;                    // activation bytes per element
+    int p_;                    // parameter bytes per element
+    I B_ = 0, S_ = 0, T_ = 0;  // samples (1: batch extents count per sample), tokens per sample, tokens
     OpGraph g_;
     std::vector<Forward> forwards_;
     std::vector<std::pair<std::size_t, std::size_t>> layer_ranges_;
@@ -550,15 +548,14 @@ OpGraph lower_training_step(const ModelSpec& model, const TrainingSpec& training
 }
 
 std::string lowering_key(const ModelSpec& m, const TrainingSpec& t) {
-    return fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}",
+    return fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}",
                        static_cast<int>(m.family), m.layers, m.d_model, m.heads, m.head_dim, m.kv_heads,
                        m.d_ff, static_cast<int>(m.activation), m.vocab, m.max_positions, m.tied_embeddings,
                        m.bias, m.parallel_block, static_cast<int>(m.position), m.image_size, m.patch_size,
-                       m.channels, m.num_classes, t.global_batch / std::max(1, t.microbatches), t.seq_len,
-                       static_cast<int>(t.dtype), static_cast<int>(t.param_dtype),
-                       static_cast<int>(t.optimizer), static_cast<int>(t.remat),
-                       t.master_dtype ? static_cast<int>(*t.master_dtype) : -1, t.tensor_sequence,
-                       static_cast<int>(t.attention), t.flash_block);
+                       m.channels, m.num_classes, t.seq_len, static_cast<int>(t.dtype),
+                       static_cast<int>(t.param_dtype), static_cast<int>(t.optimizer),
+                       static_cast<int>(t.remat), t.master_dtype ? static_cast<int>(*t.master_dtype) : -1,
+                       t.tensor_sequence, static_cast<int>(t.attention), t.flash_block);
 }
 
 double optimizer_state_bytes(const ParamGroup& group, Optimizer optimizer, core::DType param_dtype) {

@@ -17,10 +17,18 @@ enum class Shard : std::uint8_t {
     param,   // parameters and their state: over fsdp and tensor
 };
 
+// A batch-sharded extent counts per sample: the lowered graph does not depend on the batch (one
+// graph serves every batch size of a sweep), and in a step it is `size` times the samples of a
+// microbatch (step_size).
 struct Extent {
     std::int64_t size = 1;
     Shard shard = Shard::none;
 };
+
+// The extent's size in a step of `samples` sequences (or images) per microbatch.
+inline std::int64_t step_size(const Extent& e, std::int64_t samples) {
+    return e.shard == Shard::batch ? e.size * samples : e.size;
+}
 
 struct Tensor {
     std::array<Extent, 4> dims{};
@@ -53,7 +61,8 @@ struct MatmulShape {
     Extent m, n, k;
 };
 
-// One fused op as XLA would emit it, for the whole (unsharded) step of one microbatch.
+// One fused op as XLA would emit it, for the whole (unsharded) step of one microbatch (its batch
+// extents per sample: Extent).
 struct Op {
     std::string name;
     OpKind kind = OpKind::fusion;

@@ -26,7 +26,6 @@ OpGraph::~OpGraph() = default;
 OpGraph::OpGraph(const OpGraph& other)
     : param_groups(other.param_groups),
       layers(other.layers),
-      tokens_per_microbatch(other.tokens_per_microbatch),
       ops_(other.ops_),
       edges_(other.edges_),
       derived_(std::make_unique<Derived>()) {}

@@ -52,7 +52,6 @@ class OpGraph {
 
     std::vector<ParamGroup> param_groups;
     int layers = 0;
-    std::int64_t tokens_per_microbatch = 0;  // global, all chips
 
   private:
     struct Derived;

@@ -13,10 +13,13 @@ namespace {
 workload::ModelSpec model(const std::string& name) {
     return config::load_model_file(test::source_path("models/" + name + ".yaml"));
 }
-double matmul_flops(const workload::Op& op) {
+// FLOPs of a matmul in a step of `samples` per microbatch (the graph's batch extents count per sample).
+double matmul_flops(const workload::Op& op, std::int64_t samples) {
     const auto& s = op.matmul;
-    return 2.0 * static_cast<double>(s.batch[0].size * s.batch[1].size) * static_cast<double>(s.m.size) *
-           static_cast<double>(s.n.size) * static_cast<double>(s.k.size);
+    auto size = [samples](const workload::Extent& e) {
+        return static_cast<double>(workload::step_size(e, samples));
+    };
+    return 2.0 * size(s.batch[0]) * size(s.batch[1]) * size(s.m) * size(s.n) * size(s.k);
 }
 }  // namespace
 
@@ -44,7 +47,7 @@ TEST_CASE("forward matmul FLOPs of a GPT-2 layer and backward = 2 x forward") {
     double layer0 = 0, forward = 0, backward = 0, recompute = 0;
     for (const auto& op : g.ops()) {
         if (op.kind != OpKind::matmul) continue;
-        double f = matmul_flops(op);
+        double f = matmul_flops(op, 8);
         if (op.phase == Phase::forward) forward += f;
         if (op.phase == Phase::backward) backward += f;
         if (op.phase == Phase::recompute) recompute += f;
@@ -71,8 +74,8 @@ TEST_CASE("remat full recomputes every layer's forward but its output, and keeps
         // recompute as dead code, so podsim recomputes everything before it.
         const bool layer_output = op.name.ends_with("mlp_down");
         if (op.kind == OpKind::matmul && op.layer >= 0 && op.phase == Phase::forward && !layer_output)
-            forward_layers += matmul_flops(op);
-        if (op.kind == OpKind::matmul && op.phase == Phase::recompute) recompute += matmul_flops(op);
+            forward_layers += matmul_flops(op, 8);
+        if (op.kind == OpKind::matmul && op.phase == Phase::recompute) recompute += matmul_flops(op, 8);
         if (op.layer >= 0 && op.phase == Phase::forward && op.kept_for_backward) ++kept_in_layers;
     }
     CHECK(recompute == doctest::Approx(forward_layers));
@@ -99,7 +102,8 @@ TEST_CASE("ViT lowers patches, class token and classifier") {
     for (const auto& op : g.ops()) {
         if (op.name == "patch_embed") {
             has_patch = true;
-            CHECK(op.matmul.m.size == 128 * 64);
+            CHECK(op.matmul.m.size == 64);  // per image: the lowered graph does not depend on the batch
+            CHECK(workload::step_size(op.matmul.m, 128) == 128 * 64);
             CHECK(op.matmul.k.size == 3 * 4 * 4);
         }
         if (op.name == "classifier") {
