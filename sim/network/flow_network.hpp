@@ -125,6 +125,7 @@ class FlowNetwork final : public core::EventHandler {
         const Flow* flow = nullptr;
         double remaining = 0.0;  // bytes
         double rate = 0.0;       // bytes/s
+        std::uint64_t key = 0;   // the flow in the rate memo's key (kept here: no load of the flow)
     };
 
     void begin_phase(int transfer);
