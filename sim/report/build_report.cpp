@@ -49,11 +49,21 @@ core::Time overlap(const std::vector<Interval>& a, const std::vector<Interval>& 
     return t;
 }
 
+// The intervals of a merged list (sorted, disjoint) that can meet [lo, hi): found by binary search,
+// since a folded report asks for the window of every splice of a step.
+std::pair<std::vector<Interval>::const_iterator, std::vector<Interval>::const_iterator> within(
+    const std::vector<Interval>& v, core::Time lo, core::Time hi) {
+    auto first = std::partition_point(v.begin(), v.end(), [lo](const Interval& iv) { return iv.second <= lo; });
+    auto last = std::partition_point(first, v.end(), [hi](const Interval& iv) { return iv.first < hi; });
+    return {first, last};
+}
+
 // |v ∩ [lo, hi)| for a merged interval list.
 core::Time length_within(const std::vector<Interval>& v, core::Time lo, core::Time hi) {
     core::Time t = 0;
-    for (const auto& iv : v) {
-        const core::Time a = std::max(iv.first, lo), b = std::min(iv.second, hi);
+    auto [first, last] = within(v, lo, hi);
+    for (auto it = first; it != last; ++it) {
+        const core::Time a = std::max(it->first, lo), b = std::min(it->second, hi);
         if (b > a) t += b - a;
     }
     return t;
@@ -61,8 +71,9 @@ core::Time length_within(const std::vector<Interval>& v, core::Time lo, core::Ti
 
 std::vector<Interval> clipped(const std::vector<Interval>& v, core::Time lo, core::Time hi) {
     std::vector<Interval> out;
-    for (const auto& iv : v) {
-        const core::Time a = std::max(iv.first, lo), b = std::min(iv.second, hi);
+    auto [first, last] = within(v, lo, hi);
+    for (auto it = first; it != last; ++it) {
+        const core::Time a = std::max(it->first, lo), b = std::min(it->second, hi);
         if (b > a) out.emplace_back(a, b);
     }
     return out;

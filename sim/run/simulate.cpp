@@ -218,10 +218,11 @@ Simulation simulate(const RunSpec& spec, SimulationCache& cache, SimulateOptions
     // prefetch depth until the step fits, and reports the depth used; the gathers it no longer
     // hides show up as exposed communication.
     // No depth can fit when what every schedule holds already does not (the profile adds the same
-    // terms in another order: a relative margin covers the rounding).
-    auto lower_prefetch = [&](Simulation sim, auto&& at_depth, double least_peak) {
-        if (!sim.memory.fits && !options.exact && least_peak * (1.0 - 1e-9) > sim.memory.capacity_bytes)
-            return sim;
+    // terms in another order: a relative margin covers the rounding). That least peak is only worked
+    // out for a step that does not fit.
+    auto lower_prefetch = [&](Simulation sim, auto&& at_depth, auto&& least_peak) {
+        if (sim.memory.fits) return sim;
+        if (!options.exact && least_peak(sim.program) * (1.0 - 1e-9) > sim.memory.capacity_bytes) return sim;
         for (int depth = sim.report.prefetch_depth - 1; !sim.memory.fits && depth >= 0; --depth) {
             parallel::RuntimeSpec runtime = spec.runtime;
             runtime.prefetch_depth = depth;
@@ -251,7 +252,6 @@ Simulation simulate(const RunSpec& spec, SimulationCache& cache, SimulateOptions
             simulate_folded(spec, cut, spec.runtime, lowered, axes, cache, options, &least);
         if (!sim) continue;
         bool certified = true;
-        const double least_peak = memory::least_peak_bytes(sim->program, &least);
         Simulation result = lower_prefetch(
             std::move(*sim),
             [&](const parallel::RuntimeSpec& runtime) {
@@ -259,18 +259,17 @@ Simulation simulate(const RunSpec& spec, SimulationCache& cache, SimulateOptions
                 certified = certified && lower.has_value();
                 return lower;
             },
-            least_peak);
+            [&](const parallel::DeviceProgram& program) { return memory::least_peak_bytes(program, &least); });
         if (certified) return result;
     }
     LoweredStep lowered = cache.lowered(spec.model, spec.training);
     Simulation sim = simulate_with(spec, spec.runtime, lowered, axes, cache, options);
-    const double least_peak = memory::least_peak_bytes(sim.program);
     return lower_prefetch(
         std::move(sim),
         [&](const parallel::RuntimeSpec& runtime) -> std::optional<Simulation> {
             return simulate_with(spec, runtime, lowered, axes, cache, options);
         },
-        least_peak);
+        [](const parallel::DeviceProgram& program) { return memory::least_peak_bytes(program); });
 }
 
 }  // namespace podsim::run
