@@ -136,7 +136,7 @@ void parse_mesh(const MapReader& run, RunSpec& spec, Diagnostics& d) {
     std::vector<AxisEntry> ici, dcn;
     core::SourceLocation ici_where = detail::location_of(node, file);
     if (long_form) {
-        MapReader mesh(node, file, "mesh", d, keys_under(run_schema(), "mesh"));
+        MapReader mesh(node, file, "mesh", d, run_keys_under("mesh"));
         if (!mesh.has("ici")) mesh.error("ici", "missing required key");
         ici = parse_axes(mesh.raw("ici"), file, "mesh.ici", d);
         if (mesh.has("ici")) ici_where = mesh.location("ici");

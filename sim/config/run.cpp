@@ -31,7 +31,7 @@ RunSpec parse_run(const YAML::Node& root, const std::string& file, const fs::pat
                   const std::string& path, Diagnostics& d, LoadCache* cache, bool semantic_checks) {
     RunSpec spec;
     spec.source = file;
-    MapReader r(root, file, path, d, keys_under(run_schema(), ""));
+    MapReader r(root, file, path, d, run_keys_under(""));
     if (!r.ok()) return spec;
     check_schema(r, "podsim.run/v1");
     spec.name = r.string("name", false).value_or(fs::path(file).stem().string());
@@ -107,7 +107,7 @@ RunSpec parse_run(const YAML::Node& root, const std::string& file, const fs::pat
     std::size_t errors_before_training = d.size();
     if (!r.has("training")) r.error("training", "missing required key");
     MapReader t(r.has("training") ? r.raw("training") : YAML::Node(YAML::NodeType::Map), file,
-                r.path_of("training"), d, keys_under(run_schema(), "training"));
+                r.path_of("training"), d, run_keys_under("training"));
     if (t.ok() && r.has("training")) {
         auto global = t.integer(training_key("training.global_batch"));
         auto per_chip = t.integer(training_key("training.per_chip_batch"));
@@ -152,7 +152,7 @@ RunSpec parse_run(const YAML::Node& root, const std::string& file, const fs::pat
     bool training_ok = t.ok() && d.size() == errors_before_training;
 
     if (r.has("runtime")) {
-        MapReader rt(r.raw("runtime"), file, r.path_of("runtime"), d, keys_under(run_schema(), "runtime"));
+        MapReader rt(r.raw("runtime"), file, r.path_of("runtime"), d, run_keys_under("runtime"));
         auto& runtime = spec.runtime;
         if (auto f = rt.choice(runtime_key("runtime.framework")))
             runtime.framework = static_cast<parallel::Framework>(*f);
@@ -167,7 +167,7 @@ RunSpec parse_run(const YAML::Node& root, const std::string& file, const fs::pat
         if (auto init = rt.choice(runtime_key("runtime.host_init"))) runtime.host_full_init = *init == 0;
     }
     if (r.has("report")) {
-        MapReader rep(r.raw("report"), file, r.path_of("report"), d, keys_under(run_schema(), "report"));
+        MapReader rep(r.raw("report"), file, r.path_of("report"), d, run_keys_under("report"));
         spec.mfu_attention = rep.boolean(run_key("report.mfu_attention")).value_or(spec.mfu_attention);
     }
     if (r.has("calibration")) {

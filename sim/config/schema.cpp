@@ -1,5 +1,7 @@
 #include "config/schema.hpp"
 
+#include <map>
+
 #include <fmt/format.h>
 
 #include "config/run_keys.hpp"
@@ -101,6 +103,25 @@ std::vector<std::string> keys_under(const std::vector<core::Key>& schema, std::s
         }
     }
     return out;
+}
+
+const std::vector<std::string>& run_keys_under(std::string_view prefix) {
+    // Built once, like the schema itself: every mapping of the run schema (the parent of a key).
+    static const std::map<std::string, std::vector<std::string>, std::less<>> table = [] {
+        std::map<std::string, std::vector<std::string>, std::less<>> t;
+        t.emplace("", keys_under(run_schema(), ""));
+        for (const auto& key : run_schema()) {
+            std::string_view path = key.path;
+            for (auto dot = path.find('.'); dot != std::string_view::npos; dot = path.find('.', dot + 1)) {
+                std::string parent(path.substr(0, dot));
+                if (!t.count(parent)) t.emplace(parent, keys_under(run_schema(), parent));
+            }
+        }
+        return t;
+    }();
+    static const std::vector<std::string> none;
+    auto it = table.find(prefix);
+    return it == table.end() ? none : it->second;
 }
 
 std::vector<std::string> explainable() {

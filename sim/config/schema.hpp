@@ -25,6 +25,9 @@ const std::vector<core::Key>* schema_named(std::string_view what);
 
 // Keys directly below `prefix` ("" for the top level) in `schema`; free names (<axis>) excluded.
 std::vector<std::string> keys_under(const std::vector<core::Key>& schema, std::string_view prefix);
+// keys_under(run_schema(), prefix), worked out once for every mapping of the run schema (every
+// config of a sweep asks); empty for a prefix that is not one.
+const std::vector<std::string>& run_keys_under(std::string_view prefix);
 
 // `podsim explain WHAT`.
 std::string explain(std::string_view what);

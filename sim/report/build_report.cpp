@@ -53,7 +53,8 @@ core::Time overlap(const std::vector<Interval>& a, const std::vector<Interval>& 
 // since a folded report asks for the window of every splice of a step.
 std::pair<std::vector<Interval>::const_iterator, std::vector<Interval>::const_iterator> within(
     const std::vector<Interval>& v, core::Time lo, core::Time hi) {
-    auto first = std::partition_point(v.begin(), v.end(), [lo](const Interval& iv) { return iv.second <= lo; });
+    auto first =
+        std::partition_point(v.begin(), v.end(), [lo](const Interval& iv) { return iv.second <= lo; });
     auto last = std::partition_point(first, v.end(), [hi](const Interval& iv) { return iv.first < hi; });
     return {first, last};
 }

@@ -259,7 +259,9 @@ Simulation simulate(const RunSpec& spec, SimulationCache& cache, SimulateOptions
                 certified = certified && lower.has_value();
                 return lower;
             },
-            [&](const parallel::DeviceProgram& program) { return memory::least_peak_bytes(program, &least); });
+            [&](const parallel::DeviceProgram& program) {
+                return memory::least_peak_bytes(program, &least);
+            });
         if (certified) return result;
     }
     LoweredStep lowered = cache.lowered(spec.model, spec.training);

@@ -74,3 +74,10 @@ TEST_CASE("a published case file runs as its run block") {
     CHECK(spec.model.layers == 43);
     CHECK(spec.slice.chips() == 64);
 }
+
+TEST_CASE("the run schema's keys per mapping, worked out once, are keys_under's") {
+    for (const char* prefix : {"", "training", "runtime", "mesh", "report", "calibration"})
+        CHECK(config::run_keys_under(prefix) == config::keys_under(config::run_schema(), prefix));
+    CHECK(!config::run_keys_under("training").empty());
+    CHECK(config::run_keys_under("no.such.mapping").empty());
+}
