@@ -10,8 +10,11 @@ namespace {
 // Layers of the cut model a folded simulation runs: enough for every run of layers to settle into
 // its period and jump, with the first and last layers of each run (which differ) apart. The cut
 // model has the whole one's parity, as a period may be two layers. 10 folds as often as 12 did
-// (every random 175B sweep point, 39 of 46 shipped configs); 8 folded 162 of 300 sweep points.
+// (every random 175B sweep point, 39 of 46 shipped configs). Synchronous collectives prefetch
+// nothing, and 8 layers are enough for them: every synchronous config of the 175B and GPT-2 sweeps
+// of `make bench` folds at 8, while half the asynchronous 175B configs do not.
 constexpr int kFoldLayers = 10;
+constexpr int kFoldLayersSynchronous = 8;
 // Layers at either end of the cut model that may fall outside the periodic regions.
 constexpr int kFoldEdgeLayers = 3;
 // Microbatches of a cut step: the first (nothing before it), two the same (the period, and the one
@@ -49,8 +52,9 @@ int folded_layer(const Simulation& sim, const Fold& fold, std::size_t op, std::s
 
 }  // namespace
 
-int cut_layers(int layers) {
-    return kFoldLayers + (layers - kFoldLayers) % 2;
+int cut_layers(int layers, bool synchronous) {
+    const int base = synchronous ? kFoldLayersSynchronous : kFoldLayers;
+    return base + (layers - base) % 2;
 }
 
 int cut_microbatches(int microbatches, std::int64_t global_batch) {
@@ -103,7 +107,7 @@ std::optional<Fold> make_fold(const RunSpec& spec, const Simulation& cut) {
     const auto& jumps = cut.timeline.jumps;
     Fold fold;
     fold.layers = spec.model.layers;
-    fold.cut_layers = cut_layers(spec.model.layers);
+    fold.cut_layers = cut.graph->layers;
     const int extra = fold.layers - fold.cut_layers;
     if (regions.size() != jumps.size()) return std::nullopt;
     // Offloaded activations: a copy back is issued a layer ahead of its backward, and with

@@ -32,8 +32,9 @@ struct Fold {
     int cut_microbatches = 0, microbatches = 0;  // cut_microbatches 0: microbatches not folded
 };
 
-// Layers of the cut model that stands for a model of `layers`.
-int cut_layers(int layers);
+// Layers of the cut model that stands for a model of `layers`, with synchronous collectives or not
+// (docs/model.md, "Folding layers").
+int cut_layers(int layers, bool synchronous);
 
 // Microbatches of the cut model that stands for a step of `microbatches` of `global_batch`
 // sequences, or 0 when they are not folded (too few, or the cut batch would not be whole).

@@ -199,7 +199,7 @@ std::optional<Simulation> simulate_folded(const RunSpec& spec, const RunSpec& cu
 
 bool foldable(const RunSpec& spec, const SimulateOptions& options) {
     return options.fold && !options.exact && !options.link_bytes && !spec.runtime.recompile_every_step &&
-           spec.model.layers >= cut_layers(spec.model.layers) + 2;
+           spec.model.layers >= cut_layers(spec.model.layers, !spec.runtime.async()) + 2;
 }
 
 }  // namespace
@@ -239,7 +239,7 @@ Simulation simulate(const RunSpec& spec, SimulationCache& cache, SimulateOptions
     for (const bool fold_microbatches : {true, false}) {
         if (!foldable(spec, options) || (fold_microbatches && microbatches_cut == 0)) continue;
         RunSpec cut = spec;
-        cut.model.layers = cut_layers(spec.model.layers);
+        cut.model.layers = cut_layers(spec.model.layers, !spec.runtime.async());
         if (fold_microbatches) {
             // The same microbatch: the cut step's batch is its microbatches' sequences.
             cut.training.global_batch =

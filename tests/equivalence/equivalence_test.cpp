@@ -202,24 +202,38 @@ TEST_CASE("a flow network's transfer slots are labels: a state whose slots swap 
     CHECK_MESSAGE(diff.empty(), fmt::format("{}", fmt::join(diff, "\n")));
 }
 
-TEST_CASE("a model is folded to 10 layers (11 when odd) only when it has more to splice in") {
-    // The default config, GPT-2 2B: 18 layers, folded to 10 with 8 layers spliced into each run.
+TEST_CASE("a model is folded to 8 layers with synchronous collectives, 10 without (one more when odd)") {
+    // The default config, GPT-2 2B with PyTorch/XLA's synchronous collectives: 18 layers, folded to 8
+    // with 10 layers spliced into each run.
     auto spec = test::load_config("configs/default.yaml");
     REQUIRE(spec.model.layers == 18);
+    REQUIRE(!spec.runtime.async());
     run::SimulationCache cache;
     const run::SimulateOptions fold{.fold = true};
     auto folded = run::simulate(spec, cache, fold);
-    CHECK(folded.folded_layers == 10);
+    CHECK(folded.folded_layers == 8);
     CHECK(folded.program.ops.size() < static_cast<std::size_t>(folded.report.ops));
     auto whole = run::simulate(spec, cache);
     CHECK(whole.folded_layers == 0);
     CHECK(report::format_json(folded.report) == report::format_json(whole.report));
     spec.model.layers = 19;  // a period may be two layers: the cut keeps the parity
-    CHECK(run::simulate(spec, cache, fold).folded_layers == 11);
-    spec.model.layers = 12;  // GPT-2 small's depth: the fewest that fold, 2 layers spliced in
-    CHECK(run::simulate(spec, cache, fold).folded_layers == 10);
-    spec.model.layers = 11;  // cut to 11: nothing to splice in, simulated whole
+    CHECK(run::simulate(spec, cache, fold).folded_layers == 9);
+    spec.model.layers = 10;  // the fewest that fold, 2 layers spliced in
+    CHECK(run::simulate(spec, cache, fold).folded_layers == 8);
+    spec.model.layers = 9;  // cut to 9: nothing to splice in, simulated whole
     CHECK(run::simulate(spec, cache, fold).folded_layers == 0);
+    // Asynchronous collectives prefetch the next groups' weights: the cut keeps 10 layers (11 when
+    // odd), and GPT-2 small's 12 are the fewest that fold.
+    spec.runtime.async_collectives = true;
+    spec.model.layers = 18;
+    auto folded_async = run::simulate(spec, cache, fold);
+    CHECK(folded_async.folded_layers == 10);
+    CHECK(report::format_json(folded_async.report) == report::format_json(run::simulate(spec, cache).report));
+    spec.model.layers = 12;
+    CHECK(run::simulate(spec, cache, fold).folded_layers == 10);
+    spec.model.layers = 11;
+    CHECK(run::simulate(spec, cache, fold).folded_layers == 0);
+    spec.runtime.async_collectives = std::nullopt;
     spec.model.layers = 18;
     CHECK(run::simulate(spec, cache, run::SimulateOptions{.exact = true, .fold = true}).folded_layers == 0);
     // Offloading remat policies are not folded: with synchronous collectives their spliced report
