@@ -157,22 +157,16 @@ MemoryProfile profile_memory(const parallel::DeviceProgram& program, const sched
             return a.delta < b.delta;
         });
     }
-    // The streams are merged as they are read: the next change is the least of their heads.
-    std::size_t head[kStreams] = {0, 0, 0, 0};
-    auto next_change = [&]() -> const Change* {
-        const Change* least = nullptr;
-        int from = -1;
-        for (int k = 0; k < kStreams; ++k) {
-            if (head[k] == streams[k].size()) continue;
-            const Change& c = streams[k][head[k]];
-            if (least == nullptr || before(c, *least)) {
-                least = &c;
-                from = k;
-            }
-        }
-        if (from >= 0) ++head[from];
-        return least;
+    // The streams merged into one, in `before` order (a total order: seq breaks every tie), two at a
+    // time: cheaper than picking the least of four heads for every change.
+    auto merge_two = [](const std::vector<Change>& a, const std::vector<Change>& b) {
+        std::vector<Change> out(a.size() + b.size());
+        std::merge(a.begin(), a.end(), b.begin(), b.end(), out.begin(), before);
+        return out;
     };
+    static_assert(kStreams == 4);
+    const std::vector<Change> ordered =
+        merge_two(merge_two(streams[0], streams[1]), merge_two(streams[2], streams[3]));
 
     MemoryProfile profile;
     profile.capacity_bytes = capacity_bytes;
@@ -194,8 +188,7 @@ MemoryProfile profile_memory(const parallel::DeviceProgram& program, const sched
         profile.at_peak.collective_buffers = holders[kCollective];
         profile.at_peak.temporaries = holders[kTemporaries];
     };
-    std::size_t changes = 0;
-    for (const auto& stream : streams) changes += stream.size();
+    const std::size_t changes = ordered.size();
     if (!fold) {
         profile.samples.reserve(changes + 1);
         profile.samples.push_back({0, fixed});
@@ -272,8 +265,7 @@ MemoryProfile profile_memory(const parallel::DeviceProgram& program, const sched
             shift += static_cast<core::Time>(outer->copies) * expanded;
         }
     };
-    while (const Change* next = next_change()) {
-        const Change& c = *next;
+    for (const Change& c : ordered) {
         if (c.delta == 0.0) continue;
         while (next_splice < splices.size() && c.time >= splices[next_splice].at) close_splice();
         outer_boundaries(c.time);

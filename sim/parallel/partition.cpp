@@ -263,9 +263,16 @@ class Partitioner {
     }
 
     int emit(DeviceOp op) {
-        std::sort(op.deps.begin(), op.deps.end());
-        op.deps.truncate(
-            static_cast<std::size_t>(std::unique(op.deps.begin(), op.deps.end()) - op.deps.begin()));
+        // Sorted and unique: an insertion sort, as ops wait for a handful of others.
+        int* deps = op.deps.begin();
+        const std::size_t count = op.deps.size();
+        for (std::size_t i = 1; i < count; ++i) {
+            const int dep = deps[i];
+            std::size_t j = i;
+            for (; j > 0 && deps[j - 1] > dep; --j) deps[j] = deps[j - 1];
+            deps[j] = dep;
+        }
+        op.deps.truncate(static_cast<std::size_t>(std::unique(deps, deps + count) - deps));
         p_.ops.push_back(std::move(op));
         return static_cast<int>(p_.ops.size()) - 1;
     }
