@@ -90,9 +90,8 @@ std::shared_ptr<const CachedPlan> SimulationCache::plan(const std::shared_ptr<co
     // Plans that differ only in bytes have flows on the same paths, whose rates are the same.
     for (auto& phase : entry->plan.phases) {
         for (auto& flow : phase.flows) {
-            auto [at, added] =
-                path_ids_.try_emplace(flow.links, static_cast<std::uint32_t>(path_ids_.size() + 1));
-            flow.path_id = at->second;
+            const auto next_id = static_cast<std::uint32_t>(path_ids_.size() + 1);
+            flow.path_id = path_ids_.try_emplace(flow.links, next_id).first->second;
         }
     }
     const std::vector<double>& bandwidth = link_bandwidth(torus, link_efficiency);

@@ -178,8 +178,7 @@ SweepSummary run_sweep(const config::SweepPlan& plan, const SweepOptions& option
                     std::lock_guard lock(mutex);
                     if (error && !failure) failure = error;
                     finished.emplace(task.first, std::move(row));
-                    wake_writer = failure || ((task.first == awaited_first || task.first == awaited_last) &&
-                                              writer_can_go());
+                    wake_writer = writer_can_go();
                 }
                 if (wake_writer) result_ready.notify_one();
             }

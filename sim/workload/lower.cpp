@@ -32,10 +32,9 @@ class Lowering {
           t_(training),
           a_(static_cast<int>(core::dtype_bytes(training.dtype))),
           p_(static_cast<int>(core::dtype_bytes(training.param_dtype))) {
-        // One sample: batch extents count per sample (Extent), so the graph serves every batch.
-        B_ = 1;
+        // Batch extents count per sample (Extent): batch(1) is one sequence (or image) and
+        // batch(S_) its tokens, so the graph serves every batch.
         S_ = model.tokens_per_sample(training.seq_len);
-        T_ = B_ * S_;
     }
 
     OpGraph run() {
@@ -141,12 +140,12 @@ class Lowering {
         op.kind = OpKind::matmul;
         op.layer = layer;
         op.attention_internal = true;
-        op.matmul.batch = {batch(B_), tensor(m_.heads)};
+        op.matmul.batch = {batch(1), tensor(m_.heads)};
         op.matmul.m = m;
         op.matmul.n = n;
         op.matmul.k = k;
-        op.reads = {act({batch(B_), tensor(m_.heads), m, k}), act({batch(B_), tensor(kv_heads), k, n})};
-        op.writes = {act({batch(B_), tensor(m_.heads), m, n})};
+        op.reads = {act({batch(1), tensor(m_.heads), m, k}), act({batch(1), tensor(kv_heads), k, n})};
+        op.writes = {act({batch(1), tensor(m_.heads), m, n})};
         return op;
     }
 
@@ -164,22 +163,22 @@ class Lowering {
         const I d = m_.d_model;
         if (m_.is_vit()) {
             I patch_in = static_cast<I>(m_.channels) * m_.patch_size * m_.patch_size;
-            Op patch = weight_matmul("patch_embed", -1, embedding_group(), batch(B_ * m_.patches()),
+            Op patch = weight_matmul("patch_embed", -1, embedding_group(), batch(m_.patches()),
                                      none(patch_in), none(d));
             patch.kept_for_backward = true;
             patch.backward = BackwardKind::no_input_gradient;
             int p = forward(std::move(patch), {});
-            Op add_pos = fusion("embed_cls_pos", -1,
-                                {act({batch(B_ * m_.patches()), none(d)}), act({none(S_), none(d)})},
-                                {act({batch(T_), none(d)})});
+            Op add_pos =
+                fusion("embed_cls_pos", -1, {act({batch(m_.patches()), none(d)}), act({none(S_), none(d)})},
+                       {act({batch(S_), none(d)})});
             add_pos.param_group = embedding_group();
             add_pos.kept_for_backward = true;
             return forward(std::move(add_pos), {p});
         }
         // Gather rows of the token table (and add learned positions).
-        std::vector<Tensor> reads = {act({batch(T_), none(d)})};
+        std::vector<Tensor> reads = {act({batch(S_), none(d)})};
         if (m_.position == PositionEmbedding::learned) reads.push_back(act({none(S_), none(d)}));
-        Op embed = fusion("embed", -1, std::move(reads), {act({batch(T_), none(d)})});
+        Op embed = fusion("embed", -1, std::move(reads), {act({batch(S_), none(d)})});
         embed.param_group = embedding_group();
         embed.kept_for_backward = true;
         embed.backward = BackwardKind::scatter_to_table;
@@ -189,7 +188,7 @@ class Lowering {
     int layer_forward(int l, int x) {
         const I d = m_.d_model;
         const I qkv_width = m_.attention_width() + 2 * m_.kv_width();
-        const Extent T = batch(T_);
+        const Extent T = batch(S_);
         const std::string p = fmt::format("layer{}.", l);
         const int group = layer_group(l);
         std::size_t first = forwards_.size();
@@ -292,8 +291,8 @@ class Lowering {
             attention_matmul(p + "attn_scores", l, none(S_), none(m_.head_dim), none(S_), m_.kv_heads);
         scores_op.activation = ActivationName::scores;
         int scores = forward(std::move(scores_op), {qkv});
-        Op softmax_op = fusion(p + "softmax", l, {act({batch(B_), tensor(m_.heads), none(S_), none(S_)})},
-                               {act({batch(B_), tensor(m_.heads), none(S_), none(S_)})});
+        Op softmax_op = fusion(p + "softmax", l, {act({batch(1), tensor(m_.heads), none(S_), none(S_)})},
+                               {act({batch(1), tensor(m_.heads), none(S_), none(S_)})});
         softmax_op.attention_internal = true;
         int softmax = forward(std::move(softmax_op), {scores});
         Op context_op =
@@ -313,16 +312,16 @@ class Lowering {
         op.attention_internal = true;
         op.activation = ActivationName::context;
         op.backward = BackwardKind::flash_attention;
-        op.matmul.batch = {batch(B_), tensor(m_.heads)};
+        op.matmul.batch = {batch(1), tensor(m_.heads)};
         op.matmul.m = none(S_);
         op.matmul.n = none(S_);
         op.matmul.k = none(m_.head_dim);
         op.flop_scale = 2.0 * causal_block_fraction();  // QK^T and PV
-        op.reads = {act({batch(B_), tensor(m_.heads), none(S_), none(m_.head_dim)}),
-                    act({batch(B_), tensor(m_.kv_heads), none(S_), none(m_.head_dim)}),
-                    act({batch(B_), tensor(m_.kv_heads), none(S_), none(m_.head_dim)})};
-        op.writes = {act({batch(B_), tensor(m_.heads), none(S_), none(m_.head_dim)}),
-                     Tensor::of({batch(B_), tensor(m_.heads), none(S_)}, 4)};
+        op.reads = {act({batch(1), tensor(m_.heads), none(S_), none(m_.head_dim)}),
+                    act({batch(1), tensor(m_.kv_heads), none(S_), none(m_.head_dim)}),
+                    act({batch(1), tensor(m_.kv_heads), none(S_), none(m_.head_dim)})};
+        op.writes = {act({batch(1), tensor(m_.heads), none(S_), none(m_.head_dim)}),
+                     Tensor::of({batch(1), tensor(m_.heads), none(S_)}, 4)};
         return forward(std::move(op), {qkv});
     }
 
@@ -347,31 +346,31 @@ class Lowering {
         const I d = m_.d_model;
         const int group = head_group();
         if (m_.is_vit()) {
-            Op norm = fusion("final_norm", -1, {act({batch(B_), none(d)})}, {act({batch(B_), none(d)})});
+            Op norm = fusion("final_norm", -1, {act({batch(1), none(d)})}, {act({batch(1), none(d)})});
             norm.param_group = group;
             norm.kept_for_backward = true;
             int n = forward(std::move(norm), {x});
-            Op head = weight_matmul("classifier", -1, group, batch(B_), none(d), none(m_.num_classes));
+            Op head = weight_matmul("classifier", -1, group, batch(1), none(d), none(m_.num_classes));
             head.kept_for_backward = true;
             int h = forward(std::move(head), {n});
-            Op loss = fusion("loss", -1, {Tensor::of({batch(B_), none(m_.num_classes)}, 4)},
-                             {Tensor::of({batch(B_), none(m_.num_classes)}, 4)});
+            Op loss = fusion("loss", -1, {Tensor::of({batch(1), none(m_.num_classes)}, 4)},
+                             {Tensor::of({batch(1), none(m_.num_classes)}, 4)});
             loss.backward = BackwardKind::loss;
             int lo = forward(std::move(loss), {h});
             int grad = backward_of(forwards_.size() - 1, lo);
             grad = backward_of(forwards_.size() - 2, grad);
             return backward_of(forwards_.size() - 3, grad);
         }
-        Op norm = fusion("final_norm", -1, {act({batch(T_), none(d)})}, {act({batch(T_), none(d)})});
+        Op norm = fusion("final_norm", -1, {act({batch(S_), none(d)})}, {act({batch(S_), none(d)})});
         norm.param_group = group;
         norm.kept_for_backward = true;
         int n = forward(std::move(norm), {x});
         int lm_group = m_.tied_embeddings ? embedding_group() : group;
-        Op head = weight_matmul("lm_head", -1, lm_group, batch(T_), none(d), tensor(m_.vocab));
+        Op head = weight_matmul("lm_head", -1, lm_group, batch(S_), none(d), tensor(m_.vocab));
         head.kept_for_backward = true;
         int h = forward(std::move(head), {n});
         // Softmax cross-entropy over the vocabulary, in fp32; its backward writes dlogits.
-        Op loss = fusion("loss", -1, {act({batch(T_), tensor(m_.vocab)})}, {Tensor::of({batch(T_)}, 4)});
+        Op loss = fusion("loss", -1, {act({batch(S_), tensor(m_.vocab)})}, {Tensor::of({batch(S_)}, 4)});
         loss.backward = BackwardKind::loss;
         int lo = forward(std::move(loss), {h});
         int grad = backward_of(forwards_.size() - 1, lo);
@@ -530,9 +529,9 @@ class Lowering {
 
     const ModelSpec& m_;
     const TrainingSpec& t_;
-    int a_;                    // activation bytes per element
-    int p_;                    // parameter bytes per element
-    I B_ = 0, S_ = 0, T_ = 0;  // samples (1: batch extents count per sample), tokens per sample, tokens
+    int a_;    // activation bytes per element
+    int p_;    // parameter bytes per element
+    I S_ = 0;  // tokens per sample
     OpGraph g_;
     std::vector<Forward> forwards_;
     std::vector<std::pair<std::size_t, std::size_t>> layer_ranges_;

@@ -12,7 +12,6 @@ namespace podsim::workload {
 struct OpGraph::Derived {
     std::once_flag once;
     bool done = false;
-    boost::compressed_sparse_row_graph<boost::bidirectionalS> graph;
     std::vector<int> order;
     // The predecessors of every op, one after the other, each op's in the order its edges were first
     // added: those of op i from predecessor_begin[i] to predecessor_begin[i + 1]. Flat, so walking
@@ -92,13 +91,14 @@ const OpGraph::Derived& OpGraph::derived() const {
             }
         }
         d.predecessor_begin[n] = d.predecessor_ids.size();
-        d.graph = boost::compressed_sparse_row_graph<boost::bidirectionalS>(
+        const boost::compressed_sparse_row_graph<boost::directedS> graph(
             boost::edges_are_unsorted_multi_pass, unique_edges.begin(), unique_edges.end(), n);
 
         // The stable order Kahn's algorithm gives with a min-index ready set. It also proves the graph
         // acyclic: an op on a cycle never becomes ready, so the order comes out incomplete.
         std::vector<int> pending(n, 0);
-        for (std::size_t v = 0; v < n; ++v) pending[v] = static_cast<int>(boost::in_degree(v, d.graph));
+        for (std::size_t v = 0; v < n; ++v)
+            pending[v] = static_cast<int>(d.predecessor_begin[v + 1] - d.predecessor_begin[v]);
         d.order.reserve(n);
         std::vector<std::size_t> ready;
         for (std::size_t v = 0; v < n; ++v) {
@@ -110,9 +110,9 @@ const OpGraph::Derived& OpGraph::derived() const {
             std::size_t v = ready.back();
             ready.pop_back();
             d.order.push_back(static_cast<int>(v));
-            auto [begin, end] = boost::out_edges(v, d.graph);
+            auto [begin, end] = boost::out_edges(v, graph);
             for (auto it = begin; it != end; ++it) {
-                std::size_t w = boost::target(*it, d.graph);
+                std::size_t w = boost::target(*it, graph);
                 if (--pending[w] == 0) {
                     ready.insert(std::upper_bound(ready.begin(), ready.end(), w, std::greater<>()), w);
                 }
