@@ -197,9 +197,9 @@ std::optional<Simulation> simulate_folded(const RunSpec& spec, const RunSpec& cu
     return sim;
 }
 
-bool foldable(const RunSpec& spec, const SimulateOptions& options) {
+bool foldable(const RunSpec& spec, const SimulateOptions& options, int layers_cut) {
     return options.fold && !options.exact && !options.link_bytes && !spec.runtime.recompile_every_step &&
-           spec.model.layers >= cut_layers(spec.model.layers, !spec.runtime.async()) + 2;
+           spec.model.layers >= layers_cut + 2;
 }
 
 }  // namespace
@@ -236,10 +236,11 @@ Simulation simulate(const RunSpec& spec, SimulationCache& cache, SimulateOptions
     };
     // Folded: first with microbatches folded too (when there are enough), then layers only.
     const int microbatches_cut = cut_microbatches(spec.training.microbatches, spec.training.global_batch);
+    const int layers_cut = cut_layers(spec.model.layers, !spec.runtime.async());
     for (const bool fold_microbatches : {true, false}) {
-        if (!foldable(spec, options) || (fold_microbatches && microbatches_cut == 0)) continue;
+        if (!foldable(spec, options, layers_cut) || (fold_microbatches && microbatches_cut == 0)) continue;
         RunSpec cut = spec;
-        cut.model.layers = cut_layers(spec.model.layers, !spec.runtime.async());
+        cut.model.layers = layers_cut;
         if (fold_microbatches) {
             // The same microbatch: the cut step's batch is its microbatches' sequences.
             cut.training.global_batch =
