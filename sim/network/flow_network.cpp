@@ -166,11 +166,14 @@ void FlowNetwork::advance_to(core::Time now) {
     const double elapsed = core::to_seconds(now - last_update_);
     last_update_ = now;
     if (elapsed <= 0.0) return;
+    if (!count_link_bytes_) {
+        for (auto& f : active_) f.remaining -= std::min(f.remaining, f.rate * elapsed);
+        return;
+    }
     for (auto& f : active_) {
         double moved = std::min(f.remaining, f.rate * elapsed);
         f.remaining -= moved;
-        if (count_link_bytes_)
-            for (int link : f.flow->links) link_bytes_[static_cast<std::size_t>(link)] += moved;
+        for (int link : f.flow->links) link_bytes_[static_cast<std::size_t>(link)] += moved;
     }
 }
 
@@ -198,8 +201,18 @@ void FlowNetwork::reallocate() {
 }
 
 void FlowNetwork::schedule_next_arrival() {
+    // Two running minima, so that the divisions do not wait for each other's comparisons: the
+    // times are positive, so the minimum does not depend on the order they are compared in.
     double soonest = std::numeric_limits<double>::infinity();
-    for (const auto& f : active_) soonest = std::min(soonest, f.remaining / f.rate);
+    double soonest_odd = soonest;
+    const std::size_t n = active_.size();
+    std::size_t i = 0;
+    for (; i + 2 <= n; i += 2) {
+        soonest = std::min(soonest, active_[i].remaining / active_[i].rate);
+        soonest_odd = std::min(soonest_odd, active_[i + 1].remaining / active_[i + 1].rate);
+    }
+    if (i < n) soonest = std::min(soonest, active_[i].remaining / active_[i].rate);
+    soonest = std::min(soonest, soonest_odd);
     ++generation_;
     engine_.schedule_after(core::from_seconds(soonest), *this, generation_);
 }
@@ -292,7 +305,8 @@ void FlowNetwork::on_event(core::Time now, std::uint64_t tag) {
             Transfer& t = transfers_[static_cast<std::size_t>(f.transfer)];
             if (--t.flows_left == 0) finished_.push_back(f.transfer);
         } else {
-            active_[kept++] = f;
+            if (kept != i) active_[kept] = f;  // most events retire none or a few at the end
+            ++kept;
         }
     }
     active_.resize(kept);

@@ -262,18 +262,31 @@ class Partitioner {
         return part;
     }
 
-    int emit(DeviceOp op) {
-        // Sorted and unique: an insertion sort, as ops wait for a handful of others.
-        int* deps = op.deps.begin();
-        const std::size_t count = op.deps.size();
+    // Sorted and unique: an insertion sort, as ops wait for a handful of others.
+    static void sort_unique(OpDeps& op_deps) {
+        int* deps = op_deps.begin();
+        const std::size_t count = op_deps.size();
         for (std::size_t i = 1; i < count; ++i) {
             const int dep = deps[i];
             std::size_t j = i;
             for (; j > 0 && deps[j - 1] > dep; --j) deps[j] = deps[j - 1];
             deps[j] = dep;
         }
-        op.deps.truncate(static_cast<std::size_t>(std::unique(deps, deps + count) - deps));
+        op_deps.truncate(static_cast<std::size_t>(std::unique(deps, deps + count) - deps));
+    }
+
+    int emit(DeviceOp&& op) {
+        sort_unique(op.deps);
         p_.ops.push_back(std::move(op));
+        return static_cast<int>(p_.ops.size()) - 1;
+    }
+
+    // Graph op `graph_op`'s compute op in microbatch `mb`, copied once, into its place.
+    int emit_compute(int graph_op, int mb, const OpDeps& deps) {
+        DeviceOp& d = p_.ops.emplace_back(compute_ops_[static_cast<std::size_t>(graph_op)]);
+        d.microbatch = mb;
+        d.deps = deps;
+        sort_unique(d.deps);
         return static_cast<int>(p_.ops.size()) - 1;
     }
 
@@ -363,60 +376,81 @@ class Partitioner {
                     issue_gather(block, plan.order[static_cast<std::size_t>(j)]);
                 }
             }
-            DeviceOp d = compute_ops_[static_cast<std::size_t>(gi)];
-            d.microbatch = mb;
-            for (int pred : g_.predecessors_view(gi)) {
-                int r = ready[static_cast<std::size_t>(pred)];
-                if (r >= 0) d.deps.push_back(r);
-            }
-            if (sequence && op.kind == OpKind::matmul && op.matmul.m.shard == Shard::batch &&
-                op.matmul.k.shard == Shard::none && op.matmul.n.shard == Shard::tensor) {
-                // Sequence parallelism: the sequence-split input is gathered before a column-parallel
-                // matmul (and its input-gradient matmul in the backward).
-                DeviceOp ag = collective(op_name(gi, OpSuffix::all_gather), CollectiveKind::all_gather,
-                                         tensor_axis, bytes(op.reads[0]), op.phase, op.layer, mb);
-                ag.deps = d.deps;
-                int gather_index = emit(std::move(ag));
-                if (collective_matmul) {
-                    // Ring steps: each chunk is multiplied while the next one arrives, so the matmul
-                    // waits for the gather only for its last chunk (1/N of its work).
-                    DeviceOp main = part_of(d, gi, 1.0 - 1.0 / static_cast<double>(tensor_));
-                    main.output_bytes = 0.0;
-                    main.kept_for_backward = false;
-                    emit(std::move(main));
-                    d = part_of(d, gi, 1.0 / static_cast<double>(tensor_), true);
-                }
-                d.deps.push_back(gather_index);
-            }
-            if (op.param_group >= 0) {
-                const int gathered = gather(block, op.param_group);
-                if (gathered >= 0) d.deps.push_back(gathered);
-            }
-            if (block == 1 && op.layer >= 0 && transfer_resource_ >= 0) {
-                // The layer's offloaded activations come back before its recompute and backward,
-                // and the next layer's are fetched while this one runs (one layer ahead).
-                reload_layer(op.layer);
-                reload_layer(op.layer - 1);
-                d.deps.append(reloads[op.layer].begin(), reloads[op.layer].end());
-            }
-            if (pos == 0 && host_blocks_) d.deps.push_back(host_op_);
-            if (d.deps.empty() && last_compute >= 0) d.deps.push_back(last_compute);
+            const bool gathers_sequence = sequence && op.kind == OpKind::matmul &&
+                                          op.matmul.m.shard == Shard::batch &&
+                                          op.matmul.k.shard == Shard::none && op.matmul.n.shard == Shard::tensor;
             const bool reduces =
                 tensor_axis >= 0 && op.kind == OpKind::matmul && op.matmul.k.shard == Shard::tensor;
             // With collective matmul the reduce-scatter starts after the first chunk's partial sums
             // and runs under the remaining chunks.
-            // (The rest lives in a member: a local op zeroed for every op was a fifth of this loop.)
-            DeviceOp& rest = split_rest_;
             const bool split = reduces && sequence && collective_matmul;
-            if (split) {
-                rest = part_of(d, gi, 1.0 - 1.0 / static_cast<double>(tensor_), true);
-                d = part_of(d, gi, 1.0 / static_cast<double>(tensor_));
-                d.output_bytes = rest.output_bytes;
-                d.kept_for_backward = rest.kept_for_backward;
-                rest.output_bytes = 0.0;
-                rest.kept_for_backward = false;
+            // What the op waits for besides its inputs (and the sequence gather).
+            auto add_waits = [&](OpDeps& deps) {
+                if (op.param_group >= 0) {
+                    const int gathered = gather(block, op.param_group);
+                    if (gathered >= 0) deps.push_back(gathered);
+                }
+                if (block == 1 && op.layer >= 0 && transfer_resource_ >= 0) {
+                    // The layer's offloaded activations come back before its recompute and backward,
+                    // and the next layer's are fetched while this one runs (one layer ahead).
+                    reload_layer(op.layer);
+                    reload_layer(op.layer - 1);
+                    deps.append(reloads[op.layer].begin(), reloads[op.layer].end());
+                }
+                if (pos == 0 && host_blocks_) deps.push_back(host_op_);
+                if (deps.empty() && last_compute >= 0) deps.push_back(last_compute);
+            };
+            int index;
+            if (!gathers_sequence && !split) {
+                // Nearly every op: the graph op's compute op as it is, copied once, into its place
+                // (copying it out and moving it in twice was a third of partitioning).
+                OpDeps& deps = deps_;
+                deps.clear();
+                for (int pred : g_.predecessors_view(gi)) {
+                    int r = ready[static_cast<std::size_t>(pred)];
+                    if (r >= 0) deps.push_back(r);
+                }
+                add_waits(deps);
+                index = emit_compute(gi, mb, deps);
+            } else {
+                DeviceOp d = compute_ops_[static_cast<std::size_t>(gi)];
+                d.microbatch = mb;
+                for (int pred : g_.predecessors_view(gi)) {
+                    int r = ready[static_cast<std::size_t>(pred)];
+                    if (r >= 0) d.deps.push_back(r);
+                }
+                if (gathers_sequence) {
+                    // Sequence parallelism: the sequence-split input is gathered before a
+                    // column-parallel matmul (and its input-gradient matmul in the backward).
+                    DeviceOp ag = collective(op_name(gi, OpSuffix::all_gather), CollectiveKind::all_gather,
+                                             tensor_axis, bytes(op.reads[0]), op.phase, op.layer, mb);
+                    ag.deps = d.deps;
+                    int gather_index = emit(std::move(ag));
+                    if (collective_matmul) {
+                        // Ring steps: each chunk is multiplied while the next one arrives, so the
+                        // matmul waits for the gather only for its last chunk (1/N of its work).
+                        DeviceOp main = part_of(d, gi, 1.0 - 1.0 / static_cast<double>(tensor_));
+                        main.output_bytes = 0.0;
+                        main.kept_for_backward = false;
+                        emit(std::move(main));
+                        d = part_of(d, gi, 1.0 / static_cast<double>(tensor_), true);
+                    }
+                    d.deps.push_back(gather_index);
+                }
+                add_waits(d.deps);
+                if (split) {
+                    // (The rest lives in a member: a local op zeroed for every op was a fifth of
+                    // this loop.)
+                    DeviceOp& rest = split_rest_;
+                    rest = part_of(d, gi, 1.0 - 1.0 / static_cast<double>(tensor_), true);
+                    d = part_of(d, gi, 1.0 / static_cast<double>(tensor_));
+                    d.output_bytes = rest.output_bytes;
+                    d.kept_for_backward = rest.kept_for_backward;
+                    rest.output_bytes = 0.0;
+                    rest.kept_for_backward = false;
+                }
+                index = emit(std::move(d));
             }
-            int index = emit(std::move(d));
             last_compute = index;
             ready[static_cast<std::size_t>(gi)] = index;
             if (op.offloaded && op.phase == Phase::forward) {
@@ -440,8 +474,8 @@ class Partitioner {
                 if (split) {
                     // The compute resource runs in program order, so every later compute op also
                     // waits for the rest of the matmul.
-                    rest.deps = {index};
-                    last_compute = emit(std::move(rest));
+                    split_rest_.deps = {index};
+                    last_compute = emit(std::move(split_rest_));
                 }
             }
 
@@ -510,6 +544,7 @@ class Partitioner {
     std::vector<DeviceOp> compute_ops_;  // by graph op, microbatch 0
     std::vector<int> gather_;            // emit_microbatch's all-gathers, kept to reuse its storage
     DeviceOp split_rest_;                // emit_microbatch: the rest of a split matmul, until emitted
+    OpDeps deps_;                        // emit_microbatch: an op's deps, kept to reuse its storage
 };
 
 }  // namespace
