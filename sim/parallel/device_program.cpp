@@ -28,11 +28,6 @@ std::string_view category_name(OpCategory category) {
     return "?";
 }
 
-bool is_collective(OpCategory category) {
-    return category != OpCategory::matmul && category != OpCategory::fusion && category != OpCategory::host &&
-           category != OpCategory::copy;
-}
-
 OpCategory category_of(collectives::CollectiveKind kind) {
     switch (kind) {
         case collectives::CollectiveKind::all_gather:

@@ -27,7 +27,10 @@ enum class OpCategory : std::uint8_t {
     copy,  // HBM <-> host memory transfers (remat offload), XProf's copy-start/copy-done
 };
 std::string_view category_name(OpCategory category);
-bool is_collective(OpCategory category);
+constexpr bool is_collective(OpCategory category) {
+    return category != OpCategory::matmul && category != OpCategory::fusion && category != OpCategory::host &&
+           category != OpCategory::copy;
+}
 OpCategory category_of(collectives::CollectiveKind kind);
 
 enum class ResourceKind : std::uint8_t { compute, ici, dcn, host, host_transfer };

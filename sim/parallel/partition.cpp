@@ -40,6 +40,8 @@ class Partitioner {
         fsdp_ = in.mesh.ici_size_of("fsdp");
         tensor_ = in.mesh.ici_size_of("tensor");
         batch_div_ = static_cast<double>(data_ * fsdp_);
+        preds_ = g_.predecessor_lists();
+        divisor_ = {1.0, batch_div_, static_cast<double>(tensor_), static_cast<double>(fsdp_ * tensor_)};
         PODSIM_ASSERT(
             in.training.microbatches > 0 && in.training.global_batch % in.training.microbatches == 0,
             "microbatches must divide the batch (validated by config)");
@@ -172,19 +174,7 @@ class Partitioner {
                (group.tensor_sharded ? static_cast<double>(tensor_) : 1.0) * fsdp_bytes_;
     }
 
-    double divisor(Shard shard) const {
-        switch (shard) {
-            case Shard::none:
-                return 1.0;
-            case Shard::batch:
-                return batch_div_;
-            case Shard::tensor:
-                return static_cast<double>(tensor_);
-            case Shard::param:
-                return static_cast<double>(fsdp_ * tensor_);
-        }
-        return 1.0;
-    }
+    double divisor(Shard shard) const { return divisor_[static_cast<std::size_t>(shard)]; }
 
     double size(const workload::Extent& e) const {
         return static_cast<double>(workload::step_size(e, samples_)) / divisor(e.shard);
@@ -406,7 +396,7 @@ class Partitioner {
                 // (copying it out and moving it in twice was a third of partitioning).
                 OpDeps& deps = deps_;
                 deps.clear();
-                for (int pred : g_.predecessors_view(gi)) {
+                for (int pred : preds_.of(gi)) {
                     int r = ready[static_cast<std::size_t>(pred)];
                     if (r >= 0) deps.push_back(r);
                 }
@@ -415,7 +405,7 @@ class Partitioner {
             } else {
                 DeviceOp d = compute_ops_[static_cast<std::size_t>(gi)];
                 d.microbatch = mb;
-                for (int pred : g_.predecessors_view(gi)) {
+                for (int pred : preds_.of(gi)) {
                     int r = ready[static_cast<std::size_t>(pred)];
                     if (r >= 0) d.deps.push_back(r);
                 }
@@ -526,9 +516,11 @@ class Partitioner {
 
     const PartitionInput& in_;
     const workload::OpGraph& g_;
+    workload::OpGraph::PredecessorLists preds_;
     DeviceProgram p_;
     long data_ = 1, fsdp_ = 1, tensor_ = 1;
     double batch_div_ = 1.0;
+    std::array<double, 4> divisor_{};  // by Shard: a table, as every extent asks
     std::int64_t samples_ = 1;  // per microbatch, all chips: what the graph's batch extents count
     double param_bytes_ = 4.0;
     double fsdp_bytes_ = 4.0;  // per element of FSDP gathers and gradient reduce-scatters

@@ -24,10 +24,8 @@ ProgramNames::ProgramNames(const workload::OpGraph& graph) : graph_(graph) {
     for (auto& names : group_names_) names.resize(graph.param_groups.size());
 }
 
-std::string_view ProgramNames::op(int graph_op, OpSuffix suffix) {
-    auto& name = op_names_[static_cast<std::size_t>(suffix)][static_cast<std::size_t>(graph_op)];
-    if (name.empty()) name = store_->add(graph_.op(graph_op).name + std::string(text(suffix)));
-    return name;
+std::string_view ProgramNames::store_op(int graph_op, OpSuffix suffix) {
+    return store_->add(graph_.op(graph_op).name + std::string(text(suffix)));
 }
 
 std::string_view ProgramNames::group(int group, GroupSuffix suffix) {

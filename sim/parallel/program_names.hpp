@@ -25,13 +25,19 @@ class ProgramNames {
     explicit ProgramNames(const workload::OpGraph& graph);
 
     const workload::OpGraph& graph() const { return graph_; }
-    std::string_view op(int graph_op, OpSuffix suffix);
+    std::string_view op(int graph_op, OpSuffix suffix) {
+        std::string_view& name = op_names_[static_cast<std::size_t>(suffix)][static_cast<std::size_t>(graph_op)];
+        if (name.empty()) name = store_op(graph_op, suffix);
+        return name;
+    }
     std::string_view group(int group, GroupSuffix suffix);
     // The name of a copy to or from host memory of the op named `source` (a name of this store).
     std::string_view copy(std::string_view source, bool to_host);
     const std::shared_ptr<NameStore>& store() const { return store_; }
 
   private:
+    std::string_view store_op(int graph_op, OpSuffix suffix);
+
     const workload::OpGraph& graph_;
     std::shared_ptr<NameStore> store_ = std::make_shared<NameStore>();
     // Empty where not stored yet.

@@ -128,6 +128,11 @@ const std::vector<int>& OpGraph::topological_order() const {
     return derived().order;
 }
 
+OpGraph::PredecessorLists OpGraph::predecessor_lists() const {
+    const Derived& d = derived();
+    return {d.predecessor_begin, d.predecessor_ids};
+}
+
 std::span<const int> OpGraph::predecessors_view(int index) const {
     const Derived& d = derived();
     const auto i = static_cast<std::size_t>(index);

@@ -49,6 +49,16 @@ class OpGraph {
     const std::vector<int>& topological_order() const;
     // predecessors() of op `index`, computed with the order, without allocating.
     std::span<const int> predecessors_view(int index) const;
+    // Every op's predecessors, for passes over many ops: of(i) is predecessors_view(i), inline.
+    struct PredecessorLists {
+        std::span<const std::size_t> begin;  // op i's are ids[begin[i], begin[i + 1])
+        std::span<const int> ids;
+        std::span<const int> of(int index) const {
+            const auto i = static_cast<std::size_t>(index);
+            return ids.subspan(begin[i], begin[i + 1] - begin[i]);
+        }
+    };
+    PredecessorLists predecessor_lists() const;
 
     std::vector<ParamGroup> param_groups;
     int layers = 0;
