@@ -102,6 +102,11 @@ std::size_t SweepPlan::size() const {
 const std::vector<std::string>& SweepPlan::parameter_names() const {
     return impl_->names;
 }
+std::vector<SweepPlan::AxisShape> SweepPlan::axis_shapes() const {
+    std::vector<AxisShape> shapes;
+    for (const Axis& axis : impl_->axes) shapes.push_back({axis.paths, axis.values.size()});
+    return shapes;
+}
 const std::vector<SweepPlan::Expression>& SweepPlan::keep() const {
     return impl_->keep;
 }

@@ -33,6 +33,13 @@ class SweepPlan {
 
     std::size_t size() const;
     const std::vector<std::string>& parameter_names() const;  // dotted paths, one per swept key
+    // The axes in file order (the first varies slowest in the index): the paths each sets (several
+    // for a zip group) and its number of values.
+    struct AxisShape {
+        std::vector<std::string> paths;
+        std::size_t size = 0;
+    };
+    std::vector<AxisShape> axis_shapes() const;
 
     struct Instance {
         bool ok = false;

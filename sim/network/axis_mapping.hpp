@@ -15,12 +15,14 @@ struct AxisDimPart {
     int size = 1;
     int stride = 1;
     bool wraps = false;  // the group closes into a ring over wraparound links
+    bool operator==(const AxisDimPart&) const = default;
 };
 
 struct AxisMapping {
     std::string axis;
     int size = 1;
     std::vector<AxisDimPart> parts;  // empty for an axis of size 1
+    bool operator==(const AxisMapping&) const = default;
 };
 
 // Assigns each ICI mesh axis to torus dimensions as jax.experimental.mesh_utils.create_device_mesh

@@ -52,7 +52,9 @@ class Partitioner {
                           : param_bytes_;
     }
 
-    DeviceProgram run() {
+    // With `sizing`, also records how each op is sized (resize).
+    DeviceProgram run(std::vector<OpSizing>* sizing = nullptr) {
+        sizing_ = sizing;
         p_.chips = in_.mesh.ici_size() * in_.mesh.dcn_size();
         p_.microbatches = in_.training.microbatches;
         make_resources();
@@ -88,13 +90,62 @@ class Partitioner {
             if (group >= 0 && final_grad[static_cast<std::size_t>(group)] >= 0) {
                 d.deps.push_back(final_grad[static_cast<std::size_t>(group)]);
             }
-            emit(std::move(d));
+            emit(std::move(d), sized_as(OpSizing::Rule::compute, i));
         }
         p_.names = names_->store();
         return std::move(p_);
     }
 
+    void resize(DeviceProgram& program, const std::vector<OpSizing>& sizing) {
+        PODSIM_ASSERT(sizing.size() == program.ops.size(), "sizing of another program");
+        compute_ops_.reserve(g_.size());
+        for (std::size_t i = 0; i < g_.size(); ++i) compute_ops_.push_back(compute_op(static_cast<int>(i)));
+        for (std::size_t i = 0; i < program.ops.size(); ++i) {
+            DeviceOp& op = program.ops[i];
+            const OpSizing& rule = sizing[i];
+            const auto ref = static_cast<std::size_t>(rule.ref);
+            switch (rule.rule) {
+                case OpSizing::Rule::fixed:
+                    break;
+                case OpSizing::Rule::compute:
+                    size_as(op, compute_ops_[ref]);
+                    break;
+                case OpSizing::Rule::part:
+                    // As part_of.
+                    size_as(op, compute_ops_[ref]);
+                    op.flops *= rule.fraction;
+                    op.bytes *= rule.fraction;
+                    op.flop_scale *= rule.fraction;
+                    if (rule.zero_output) op.output_bytes = 0.0;
+                    break;
+                case OpSizing::Rule::collective_input:
+                    op.collective_bytes = bytes(g_.op(rule.ref).reads[0]);
+                    break;
+                case OpSizing::Rule::collective_output: {
+                    DeviceOp& source = program.ops[ref];
+                    op.collective_bytes = source.output_bytes;
+                    if (rule.divide_source) source.output_bytes /= static_cast<double>(tensor_);
+                    break;
+                }
+                case OpSizing::Rule::copy:
+                    op.bytes = program.ops[ref].output_bytes;
+                    break;
+            }
+        }
+    }
+
   private:
+    static void size_as(DeviceOp& op, const DeviceOp& compute) {
+        op.flops = compute.flops;
+        op.bytes = compute.bytes;
+        op.output_bytes = compute.output_bytes;
+        op.mm_batch = compute.mm_batch;
+        op.mm_m = compute.mm_m;
+        op.mm_n = compute.mm_n;
+        op.mm_k = compute.mm_k;
+        op.flop_scale = compute.flop_scale;
+    }
+
     void make_resources() {
         p_.resources.push_back(Resource{"compute", ResourceKind::compute, -1});
         for (std::size_t a = 0; a < in_.mesh.ici.size(); ++a) {
@@ -265,10 +316,20 @@ class Partitioner {
         op_deps.truncate(static_cast<std::size_t>(std::unique(deps, deps + count) - deps));
     }
 
-    int emit(DeviceOp&& op) {
+    int emit(DeviceOp&& op, const OpSizing& sizing = {}) {
         sort_unique(op.deps);
         p_.ops.push_back(std::move(op));
+        if (sizing_) sizing_->push_back(sizing);
         return static_cast<int>(p_.ops.size()) - 1;
+    }
+
+    static OpSizing sized_as(OpSizing::Rule rule, int ref, double fraction = 1.0, bool zero_output = false) {
+        OpSizing sizing;
+        sizing.rule = rule;
+        sizing.ref = ref;
+        sizing.fraction = fraction;
+        sizing.zero_output = zero_output;
+        return sizing;
     }
 
     // Graph op `graph_op`'s compute op in microbatch `mb`, copied once, into its place.
@@ -277,6 +338,7 @@ class Partitioner {
         d.microbatch = mb;
         d.deps = deps;
         sort_unique(d.deps);
+        if (sizing_) sizing_->push_back(sized_as(OpSizing::Rule::compute, graph_op));
         return static_cast<int>(p_.ops.size()) - 1;
     }
 
@@ -335,7 +397,7 @@ class Partitioner {
             for (auto [to_host, source] : offloaded[layer]) {
                 DeviceOp back = copy_op(source, false);
                 back.deps = {to_host};
-                out.push_back(emit(std::move(back)));
+                out.push_back(emit(std::move(back), sized_as(OpSizing::Rule::copy, source)));
             }
         };
         std::vector<int> ready(g_.size(), -1);  // graph op -> device op holding its output
@@ -366,9 +428,9 @@ class Partitioner {
                     issue_gather(block, plan.order[static_cast<std::size_t>(j)]);
                 }
             }
-            const bool gathers_sequence = sequence && op.kind == OpKind::matmul &&
-                                          op.matmul.m.shard == Shard::batch &&
-                                          op.matmul.k.shard == Shard::none && op.matmul.n.shard == Shard::tensor;
+            const bool gathers_sequence =
+                sequence && op.kind == OpKind::matmul && op.matmul.m.shard == Shard::batch &&
+                op.matmul.k.shard == Shard::none && op.matmul.n.shard == Shard::tensor;
             const bool reduces =
                 tensor_axis >= 0 && op.kind == OpKind::matmul && op.matmul.k.shard == Shard::tensor;
             // With collective matmul the reduce-scatter starts after the first chunk's partial sums
@@ -415,14 +477,15 @@ class Partitioner {
                     DeviceOp ag = collective(op_name(gi, OpSuffix::all_gather), CollectiveKind::all_gather,
                                              tensor_axis, bytes(op.reads[0]), op.phase, op.layer, mb);
                     ag.deps = d.deps;
-                    int gather_index = emit(std::move(ag));
+                    int gather_index = emit(std::move(ag), sized_as(OpSizing::Rule::collective_input, gi));
                     if (collective_matmul) {
                         // Ring steps: each chunk is multiplied while the next one arrives, so the
                         // matmul waits for the gather only for its last chunk (1/N of its work).
-                        DeviceOp main = part_of(d, gi, 1.0 - 1.0 / static_cast<double>(tensor_));
+                        const double main_fraction = 1.0 - 1.0 / static_cast<double>(tensor_);
+                        DeviceOp main = part_of(d, gi, main_fraction);
                         main.output_bytes = 0.0;
                         main.kept_for_backward = false;
-                        emit(std::move(main));
+                        emit(std::move(main), sized_as(OpSizing::Rule::part, gi, main_fraction, true));
                         d = part_of(d, gi, 1.0 / static_cast<double>(tensor_), true);
                     }
                     d.deps.push_back(gather_index);
@@ -439,7 +502,10 @@ class Partitioner {
                     rest.output_bytes = 0.0;
                     rest.kept_for_backward = false;
                 }
-                index = emit(std::move(d));
+                const bool parted = split || (gathers_sequence && collective_matmul);
+                index = emit(std::move(d),
+                             parted ? sized_as(OpSizing::Rule::part, gi, 1.0 / static_cast<double>(tensor_))
+                                    : sized_as(OpSizing::Rule::compute, gi));
             }
             last_compute = index;
             ready[static_cast<std::size_t>(gi)] = index;
@@ -447,7 +513,8 @@ class Partitioner {
                 p_.ops[static_cast<std::size_t>(index)].offloaded = true;
                 DeviceOp to_host = copy_op(index, true);
                 to_host.deps = {index};
-                offloaded[op.layer].push_back({emit(std::move(to_host)), index});
+                offloaded[op.layer].push_back(
+                    {emit(std::move(to_host), sized_as(OpSizing::Rule::copy, index)), index});
             }
 
             // Partial sums over a split contraction dimension: all-reduce over `tensor`, or with
@@ -460,12 +527,16 @@ class Partitioner {
                                tensor_axis, produced.output_bytes, op.phase, op.layer, mb);
                 if (sequence) produced.output_bytes /= static_cast<double>(tensor_);  // kept sequence-split
                 ar.deps.push_back(index);
-                ready[static_cast<std::size_t>(gi)] = emit(std::move(ar));
+                OpSizing ar_sizing = sized_as(OpSizing::Rule::collective_output, index);
+                ar_sizing.divide_source = sequence;
+                ready[static_cast<std::size_t>(gi)] = emit(std::move(ar), ar_sizing);
                 if (split) {
                     // The compute resource runs in program order, so every later compute op also
                     // waits for the rest of the matmul.
                     split_rest_.deps = {index};
-                    last_compute = emit(std::move(split_rest_));
+                    last_compute = emit(
+                        std::move(split_rest_),
+                        sized_as(OpSizing::Rule::part, gi, 1.0 - 1.0 / static_cast<double>(tensor_), true));
                 }
             }
 
@@ -521,7 +592,7 @@ class Partitioner {
     long data_ = 1, fsdp_ = 1, tensor_ = 1;
     double batch_div_ = 1.0;
     std::array<double, 4> divisor_{};  // by Shard: a table, as every extent asks
-    std::int64_t samples_ = 1;  // per microbatch, all chips: what the graph's batch extents count
+    std::int64_t samples_ = 1;         // per microbatch, all chips: what the graph's batch extents count
     double param_bytes_ = 4.0;
     double fsdp_bytes_ = 4.0;  // per element of FSDP gathers and gradient reduce-scatters
     std::map<std::string, int> axis_index_;
@@ -533,10 +604,11 @@ class Partitioner {
     int last_compute_ = -1;
     bool host_blocks_ = in_.runtime.host_blocks_device();  // the first device ops wait for the host
     BlockPlan plans_[2];
-    std::vector<DeviceOp> compute_ops_;  // by graph op, microbatch 0
-    std::vector<int> gather_;            // emit_microbatch's all-gathers, kept to reuse its storage
-    DeviceOp split_rest_;                // emit_microbatch: the rest of a split matmul, until emitted
-    OpDeps deps_;                        // emit_microbatch: an op's deps, kept to reuse its storage
+    std::vector<DeviceOp> compute_ops_;        // by graph op, microbatch 0
+    std::vector<int> gather_;                  // emit_microbatch's all-gathers, kept to reuse its storage
+    DeviceOp split_rest_;                      // emit_microbatch: the rest of a split matmul, until emitted
+    OpDeps deps_;                              // emit_microbatch: an op's deps, kept to reuse its storage
+    std::vector<OpSizing>* sizing_ = nullptr;  // where run() records how ops are sized, if anywhere
 };
 
 }  // namespace
@@ -563,6 +635,18 @@ StateBytes state_bytes(const std::vector<const workload::ParamGroup*>& groups,
 DeviceProgram partition(const PartitionInput& input) {
     Partitioner partitioner(input);
     return partitioner.run();
+}
+
+ResizableProgram partition_resizable(const PartitionInput& input) {
+    ResizableProgram resizable;
+    Partitioner partitioner(input);
+    resizable.program = partitioner.run(&resizable.sizing);
+    return resizable;
+}
+
+void resize(DeviceProgram& program, const std::vector<OpSizing>& sizing, const PartitionInput& input) {
+    Partitioner partitioner(input);
+    partitioner.resize(program, sizing);
 }
 
 }  // namespace podsim::parallel

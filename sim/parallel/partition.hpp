@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cstdint>
 #include <vector>
 
 #include "network/axis_mapping.hpp"
@@ -33,6 +34,37 @@ struct PartitionInput {
 //  - data: gradients all-reduced once per step (after the last microbatch), over ICI then DCN.
 // Ops come out in program order: the order XLA's sequential schedule runs them.
 DeviceProgram partition(const PartitionInput& input);
+
+// How an op's sizes follow from the microbatch's samples: what `partition` did to arrive at them.
+// Rules run in program order, so a rule that reads another op reads it as partition did.
+struct OpSizing {
+    enum class Rule : std::uint8_t {
+        fixed,              // sizes that do not depend on the batch (FSDP and gradient collectives)
+        compute,            // graph op `ref`'s compute op
+        part,               // `fraction` of it (collective matmul), without its output if zero_output
+        collective_input,   // collective bytes: graph op `ref`'s first input
+        collective_output,  // collective bytes: device op `ref`'s output, split over tensor after if
+                            // divide_source (a sequence-parallel reduce-scatter)
+        copy,               // bytes: device op `ref`'s output (remat offload)
+    };
+    Rule rule = Rule::fixed;
+    bool zero_output = false;
+    bool divide_source = false;
+    int ref = -1;
+    double fraction = 1.0;
+};
+
+// A program with how to size it for another batch (resize).
+struct ResizableProgram {
+    DeviceProgram program;
+    std::vector<OpSizing> sizing;  // by op
+};
+ResizableProgram partition_resizable(const PartitionInput& input);
+
+// Sizes `program`, partitioned by partition_resizable from an input that differs from `input` in
+// nothing but the global batch, for `input`'s: the ops partition(input) gives, number for number.
+// Configs of a sweep that differ only in the batch partition once (run::SimulationCache).
+void resize(DeviceProgram& program, const std::vector<OpSizing>& sizing, const PartitionInput& input);
 
 // Per-chip parameters, gradients and optimizer state of `groups` (DeviceProgram::params_bytes and
 // the rest), summed in the order given: `partition` sums the graph's groups so.

@@ -26,7 +26,8 @@ class ProgramNames {
 
     const workload::OpGraph& graph() const { return graph_; }
     std::string_view op(int graph_op, OpSuffix suffix) {
-        std::string_view& name = op_names_[static_cast<std::size_t>(suffix)][static_cast<std::size_t>(graph_op)];
+        std::string_view& name =
+            op_names_[static_cast<std::size_t>(suffix)][static_cast<std::size_t>(graph_op)];
         if (name.empty()) name = store_op(graph_op, suffix);
         return name;
     }

@@ -92,8 +92,11 @@ Simulation schedule_step(const RunSpec& spec, const parallel::RuntimeSpec& runti
     Simulation sim;
     sim.mapping = std::move(mapping);
     sim.graph = lowered.graph;
-    sim.program = parallel::partition(parallel::PartitionInput{*sim.graph, spec.training, spec.mesh,
-                                                               sim.mapping, runtime, lowered.names.get()});
+    const parallel::PartitionInput partition_input{*sim.graph,  spec.training, spec.mesh,
+                                                   sim.mapping, runtime,       lowered.names.get()};
+    // The full simulation partitions every config itself.
+    sim.program =
+        options.exact ? parallel::partition(partition_input) : cache.partition(partition_input, sim.graph);
     cost::CostModel model(cost::CostContext{spec.topology, runtime, spec.calibration, spec.training.dtype});
     sim.costs = model.cost_all(sim.program);
     scheduler::NetworkInput network = plan_network(spec, sim, cache, options);

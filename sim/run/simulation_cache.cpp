@@ -1,5 +1,6 @@
 #include "run/simulation_cache.hpp"
 
+#include "core/assert.hpp"
 #include "workload/lower.hpp"
 
 namespace podsim::run {
@@ -11,6 +12,12 @@ constexpr std::size_t kMaxLowered = 64;
 constexpr std::size_t kMaxTori = 16;
 constexpr std::size_t kMaxPlans = 4096;
 constexpr std::size_t kMaxPaths = std::size_t{1} << 16;
+// Partitioned steps: a sweep runs the configs that share one back to back on one worker
+// (sweep_runner.cpp), so a few suffice, the oldest going first. 16,384 ops are about 3 MB (a 175B
+// step with 8 microbatches has 3,000); keeping more made a GPT-2 sweep slower, its workers' memory
+// no longer in cache.
+constexpr std::size_t kMaxPartitions = 4;
+constexpr std::size_t kMaxPartitionOps = std::size_t{1} << 14;
 
 }  // namespace
 
@@ -25,6 +32,34 @@ LoweredStep SimulationCache::lowered(const workload::ModelSpec& model,
     step.names = std::make_shared<parallel::ProgramNames>(*step.graph);
     lowered_.emplace(std::move(key), step);
     return step;
+}
+
+parallel::DeviceProgram SimulationCache::partition(const parallel::PartitionInput& input,
+                                                   const std::shared_ptr<const workload::OpGraph>& graph) {
+    PODSIM_ASSERT(graph.get() == &input.graph, "partition input of another graph");
+    workload::TrainingSpec training = input.training;
+    training.global_batch = 0;
+    for (const PartitionEntry& e : partitions_) {
+        if (e.graph != graph || !(e.runtime == input.runtime) || !(e.training == training) ||
+            !(e.mesh == input.mesh) || !(e.placement == input.ici_axes))
+            continue;
+        parallel::DeviceProgram program = e.resizable.program;
+        if (e.global_batch != input.training.global_batch)
+            parallel::resize(program, e.resizable.sizing, input);
+        return program;
+    }
+    parallel::ResizableProgram resizable = parallel::partition_resizable(input);
+    const std::size_t ops = resizable.program.ops.size();
+    if (ops > kMaxPartitionOps) return std::move(resizable.program);  // too big to keep
+    while (partition_ops_ + ops > kMaxPartitionOps || partitions_.size() >= kMaxPartitions) {
+        partition_ops_ -= partitions_.front().resizable.program.ops.size();
+        partitions_.pop_front();
+    }
+    parallel::DeviceProgram program = resizable.program;
+    partitions_.push_back({graph, std::move(training), input.mesh, input.ici_axes, input.runtime,
+                           input.training.global_batch, std::move(resizable)});
+    partition_ops_ += ops;
+    return program;
 }
 
 std::shared_ptr<const network::Torus> SimulationCache::torus(const hardware::TopologySpec& topology,

@@ -12,8 +12,11 @@
 #include "hardware/slice_shape.hpp"
 #include "hardware/topology_spec.hpp"
 #include "network/flow_network.hpp"
+#include "network/mesh_spec.hpp"
 #include "network/torus.hpp"
+#include "parallel/partition.hpp"
 #include "parallel/program_names.hpp"
+#include "parallel/runtime_spec.hpp"
 #include "scheduler/transfer_alone.hpp"
 #include "workload/model_spec.hpp"
 #include "workload/op_graph.hpp"
@@ -33,9 +36,10 @@ struct LoweredStep {
     std::shared_ptr<parallel::ProgramNames> names;
 };
 
-// What configs of a sweep share: lowered steps per (model, training), tori per (ICI, slice), and
-// collective plans with their runs alone per (torus, kind, bytes, placement, latency, bandwidth),
-// with or without the links' bytes.
+// What configs of a sweep share: lowered steps per (model, training), partitioned steps per (lowered
+// step, mesh, placement, runtime, training but the batch), tori per (ICI, slice), and collective
+// plans with their runs alone per (torus, kind, bytes, placement, latency, bandwidth), with or
+// without the links' bytes.
 // Entries are pure functions of their keys, so results never depend on what the cache holds, on the
 // order of the configs or on the number of workers. One per worker (not thread-safe); bounded, so
 // memory stays flat however many configs go through it.
@@ -49,6 +53,10 @@ class SimulationCache {
                                               double link_efficiency);
     // Working arrays of the max-min solver for at least `links` links, for one network at a time.
     network::FlowNetwork::Scratch& scratch(std::size_t links);
+    // partition(input) of `graph` (input.graph): a copy of the program of an earlier config that
+    // differed at most in the batch, resized (parallel::resize), or partitioned and kept.
+    parallel::DeviceProgram partition(const parallel::PartitionInput& input,
+                                      const std::shared_ptr<const workload::OpGraph>& graph);
     std::shared_ptr<const CachedPlan> plan(const std::shared_ptr<const network::Torus>& torus,
                                            collectives::CollectiveKind kind, double bytes,
                                            const std::vector<network::AxisDimPart>& parts, double hop_latency,
@@ -69,6 +77,17 @@ class SimulationCache {
                                std::vector<std::tuple<int, int, int, bool>>, double, double, double, bool>;
 
     std::map<std::string, LoweredStep> lowered_;
+    struct PartitionEntry {
+        std::shared_ptr<const workload::OpGraph> graph;  // keeps the address compared alive
+        workload::TrainingSpec training;                 // with global_batch 0
+        network::MeshSpec mesh;
+        std::vector<network::AxisMapping> placement;
+        parallel::RuntimeSpec runtime;
+        std::int64_t global_batch = 0;  // the batch `resizable` is sized for
+        parallel::ResizableProgram resizable;
+    };
+    std::deque<PartitionEntry> partitions_;  // oldest first
+    std::size_t partition_ops_ = 0;          // ops of the programs in partitions_
     std::vector<TorusEntry> tori_;
     std::map<PlanKey, std::shared_ptr<const CachedPlan>> plans_;
     // An id per distinct path (link ids) of the plans' flows (network::Flow::path_id), from 1.

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <numeric>
 #include <set>
 #include <thread>
 
@@ -78,6 +79,53 @@ class Progress {
     double last_ = -1.0;
 };
 
+// Configs that differ only in the batch share their partitioned step (run::SimulationCache::partition)
+// when one worker runs them back to back: they form a group, and within blocks of consecutive
+// configs the batch axis goes innermost. Rows are still written in index order, so the block must
+// fit in the window of rows in flight.
+constexpr std::size_t kMaxBlock = 4096;
+
+struct ProcessingOrder {
+    std::vector<std::size_t> positions;  // positions in todo, in the order they run
+    std::vector<std::size_t> group;      // by position in todo
+    std::size_t block = 1;               // consecutive configs whose order changes
+};
+
+bool sets_only_batch(const config::SweepPlan::AxisShape& axis) {
+    return !axis.paths.empty() && std::all_of(axis.paths.begin(), axis.paths.end(), [](const std::string& p) {
+        return p == "training.global_batch" || p == "training.per_chip_batch";
+    });
+}
+
+ProcessingOrder processing_order(const config::SweepPlan& plan, const std::vector<std::size_t>& todo) {
+    ProcessingOrder order;
+    order.positions.resize(todo.size());
+    std::iota(order.positions.begin(), order.positions.end(), std::size_t{0});
+    order.group = todo;  // each config its own group
+    const auto axes = plan.axis_shapes();
+    std::size_t batch_axis = axes.size();
+    for (std::size_t a = 0; a < axes.size(); ++a) {
+        if (!sets_only_batch(axes[a]) || axes[a].size < 2) continue;
+        if (batch_axis < axes.size()) return order;  // two batch axes: left in index order
+        batch_axis = a;
+    }
+    if (batch_axis == axes.size()) return order;
+    std::size_t inner = 1;  // configs between two values of the batch axis
+    for (std::size_t a = batch_axis + 1; a < axes.size(); ++a) inner *= axes[a].size;
+    const std::size_t values = axes[batch_axis].size;
+    if (inner > kMaxBlock / values) return order;
+    order.block = values * inner;
+    for (std::size_t p = 0; p < todo.size(); ++p)
+        order.group[p] = todo[p] / order.block * inner + todo[p] % inner;
+    // Groups in order of their first config, each group's configs in index order.
+    std::stable_sort(order.positions.begin(), order.positions.end(), [&](std::size_t a, std::size_t b) {
+        const std::size_t block_a = todo[a] / order.block, block_b = todo[b] / order.block;
+        if (block_a != block_b) return block_a < block_b;
+        return todo[a] % inner < todo[b] % inner;
+    });
+    return order;
+}
+
 }  // namespace
 
 SweepSummary run_sweep(const config::SweepPlan& plan, const SweepOptions& options) {
@@ -133,7 +181,12 @@ SweepSummary run_sweep(const config::SweepPlan& plan, const SweepOptions& option
         options.jobs > 0 ? options.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     std::mutex mutex;
     std::condition_variable work_ready, result_ready;
-    std::deque<std::pair<std::size_t, config::SweepPlan::Instance>> queue;
+    struct Task {
+        std::size_t position = 0;  // in todo
+        std::size_t group = 0;
+        config::SweepPlan::Instance instance;
+    };
+    std::deque<Task> queue;
     std::map<std::size_t, Row> finished;  // position in todo -> row
     std::exception_ptr failure;           // a worker's exception (a bug): rethrown here
     bool closing = false;
@@ -149,38 +202,44 @@ SweepSummary run_sweep(const config::SweepPlan& plan, const SweepOptions& option
     // ahead: the window must cover what they finish meanwhile, or they run dry. 64 per job: 8 left
     // workers idle behind slow 175B configs, and 512 let a 100,000-config sweep's resident memory
     // creep up (+12%, allocator fragmentation) where 64 keeps it flat (bench/sweeps/rss-100k.yaml).
-    const std::size_t window = static_cast<std::size_t>(jobs) * 64;
+    const ProcessingOrder order = processing_order(plan, todo);
+    const std::size_t window = std::max(static_cast<std::size_t>(jobs) * 64, order.block);
 
     std::vector<std::thread> workers;
     for (int w = 0; w < jobs; ++w) {
         workers.emplace_back([&] {
             // What configs share (lowered steps, collective plans), per worker: no lock.
             run::SimulationCache cache;
+            std::vector<Task> tasks;  // a group, taken whole
             while (true) {
-                std::pair<std::size_t, config::SweepPlan::Instance> task;
+                tasks.clear();
                 {
                     std::unique_lock lock(mutex);
                     work_ready.wait(lock, [&] { return closing || !queue.empty(); });
                     if (queue.empty()) return;
-                    task = std::move(queue.front());
-                    queue.pop_front();
+                    do {
+                        tasks.push_back(std::move(queue.front()));
+                        queue.pop_front();
+                    } while (!queue.empty() && queue.front().group == tasks.front().group);
                 }
-                Row row;
-                std::exception_ptr error;
-                try {
-                    row = row_from(task.second, todo[task.first], cache,
-                                   run::SimulateOptions{.exact = options.exact, .fold = !options.exact});
-                } catch (...) {
-                    error = std::current_exception();
+                for (Task& task : tasks) {
+                    Row row;
+                    std::exception_ptr error;
+                    try {
+                        row = row_from(task.instance, todo[task.position], cache,
+                                       run::SimulateOptions{.exact = options.exact, .fold = !options.exact});
+                    } catch (...) {
+                        error = std::current_exception();
+                    }
+                    bool wake_writer = false;
+                    {
+                        std::lock_guard lock(mutex);
+                        if (error && !failure) failure = error;
+                        finished.emplace(task.position, std::move(row));
+                        wake_writer = writer_can_go();
+                    }
+                    if (wake_writer) result_ready.notify_one();
                 }
-                bool wake_writer = false;
-                {
-                    std::lock_guard lock(mutex);
-                    if (error && !failure) failure = error;
-                    finished.emplace(task.first, std::move(row));
-                    wake_writer = writer_can_go();
-                }
-                if (wake_writer) result_ready.notify_one();
             }
         });
     }
@@ -191,14 +250,20 @@ SweepSummary run_sweep(const config::SweepPlan& plan, const SweepOptions& option
     auto last_flush = std::chrono::steady_clock::now();
     while (written < todo.size()) {
         // Keep the workers fed, within a bounded window ahead of the writer (flat memory).
+        // A group goes to the queue whole, so that one worker takes it.
+        std::vector<Task> group;
         while (produced < todo.size() && produced < written + window) {
-            auto instance = plan.make(todo[produced]);
+            group.clear();
+            const std::size_t id = order.group[order.positions[produced]];
+            do {
+                const std::size_t position = order.positions[produced++];
+                group.push_back({position, id, plan.make(todo[position])});
+            } while (produced < todo.size() && order.group[order.positions[produced]] == id);
             {
                 std::lock_guard lock(mutex);
-                queue.emplace_back(produced, std::move(instance));
+                for (Task& task : group) queue.push_back(std::move(task));
             }
             work_ready.notify_one();
-            ++produced;
         }
         std::vector<Row> ready;
         {

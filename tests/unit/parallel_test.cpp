@@ -1,6 +1,10 @@
 #include <doctest/doctest.h>
 
 #include <map>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
 
 #include "support.hpp"
 #include "workload/model_spec.hpp"
@@ -153,4 +157,97 @@ TEST_CASE("async collectives report overlapped communication; synchronous ones e
     auto sync = run::simulate(spec).report;
     CHECK(sync.overlapped_communication_s == 0.0);
     CHECK(sync.exposed_communication_s == doctest::Approx(sync.communication_s));
+}
+
+namespace {
+
+std::string resize_case(const std::string& model, const std::string& mesh, int global_batch,
+                        const std::string& training, const std::string& runtime) {
+    return fmt::format(R"(
+schema: podsim.run/v1
+model: {}
+topology: tpu-v4
+slice: 2x2x4
+mesh: {}
+training: {{global_batch: {}, seq_len: 1024, optimizer: adamw, dtype: bf16, param_dtype: fp32{}}}
+runtime: {{{}}}
+)",
+                       model, mesh, global_batch, training, runtime);
+}
+
+// Every field of every op, numbers compared exactly.
+void check_same_program(const parallel::DeviceProgram& a, const parallel::DeviceProgram& b) {
+    REQUIRE(a.ops.size() == b.ops.size());
+    for (std::size_t i = 0; i < a.ops.size(); ++i) {
+        const auto& x = a.ops[i];
+        const auto& y = b.ops[i];
+        CAPTURE(i);
+        CAPTURE(std::string(x.name));
+        CHECK(x.name == y.name);
+        CHECK(x.category == y.category);
+        CHECK(x.phase == y.phase);
+        CHECK(x.kept_for_backward == y.kept_for_backward);
+        CHECK(x.offloaded == y.offloaded);
+        CHECK(x.continuation == y.continuation);
+        CHECK(x.layer == y.layer);
+        CHECK(x.microbatch == y.microbatch);
+        CHECK(x.resource == y.resource);
+        CHECK(x.source_op == y.source_op);
+        CHECK(x.comm_axis == y.comm_axis);
+        CHECK(x.deps == y.deps);
+        CHECK(x.flops == y.flops);
+        CHECK(x.bytes == y.bytes);
+        CHECK(x.output_bytes == y.output_bytes);
+        CHECK(x.mm_batch == y.mm_batch);
+        CHECK(x.mm_m == y.mm_m);
+        CHECK(x.mm_n == y.mm_n);
+        CHECK(x.mm_k == y.mm_k);
+        CHECK(x.flop_scale == y.flop_scale);
+        CHECK(x.collective_bytes == y.collective_bytes);
+    }
+    CHECK(a.params_bytes == b.params_bytes);
+    CHECK(a.grads_bytes == b.grads_bytes);
+    CHECK(a.optimizer_bytes == b.optimizer_bytes);
+}
+
+}  // namespace
+
+TEST_CASE("a step partitioned for one batch and resized to another is the step partitioned for it") {
+    // Each case exercises rules of parallel::OpSizing: compute ops, FSDP and gradient collectives
+    // (fixed), tensor all-reduces of a matmul's output, sequence-parallel gathers of an input and
+    // reduce-scatters that split their source's output, collective-matmul parts, offload copies.
+    struct Case {
+        std::string model, mesh, training, runtime;
+    };
+    const std::vector<Case> cases = {
+        {"gpt2-small", "{fsdp: 16}", "", "framework: pytorch-xla"},
+        {"gpt2-small", "{data: 2, fsdp: 8}", ", microbatches: 2, remat: full", "framework: jax"},
+        {"llama3-8b", "{fsdp: 4, tensor: 4}", ", remat: full", "framework: jax"},
+        {"llama3-8b", "{fsdp: 4, tensor: 4}", ", remat: full, tensor_sequence: true", "framework: jax"},
+        {"llama3-8b", "{fsdp: 4, tensor: 4}", ", tensor_sequence: true, microbatches: 2",
+         "framework: jax, collective_matmul: false"},
+        {"llama3-8b", "{fsdp: 8, tensor: 2}", ", remat: minimal_offloaded, tensor_sequence: true",
+         "framework: jax"},
+    };
+    for (const Case& c : cases) {
+        CAPTURE(c.model);
+        CAPTURE(c.mesh);
+        CAPTURE(c.training);
+        run::SimulationCache cache;
+        // The first config partitions and keeps its step; the second resizes a copy.
+        auto first = run::simulate(
+            test::run_from_text(resize_case(c.model, c.mesh, 32, c.training, c.runtime)), cache);
+        auto resized = run::simulate(
+            test::run_from_text(resize_case(c.model, c.mesh, 96, c.training, c.runtime)), cache);
+        run::SimulationCache own;
+        auto fresh =
+            run::simulate(test::run_from_text(resize_case(c.model, c.mesh, 96, c.training, c.runtime)), own,
+                          run::SimulateOptions{.exact = true});
+        check_same_program(resized.program, fresh.program);
+        // The test can fail: the batch changes the sizes.
+        double bytes_first = 0.0, bytes_resized = 0.0;
+        for (const auto& op : first.program.ops) bytes_first += op.bytes;
+        for (const auto& op : resized.program.ops) bytes_resized += op.bytes;
+        CHECK(bytes_resized > 2.0 * bytes_first);
+    }
 }
