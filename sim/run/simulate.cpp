@@ -95,20 +95,26 @@ Simulation schedule_step(const RunSpec& spec, const parallel::RuntimeSpec& runti
     const parallel::PartitionInput partition_input{*sim.graph,  spec.training, spec.mesh,
                                                    sim.mapping, runtime,       lowered.names.get()};
     // The full simulation partitions every config itself.
-    sim.program =
-        options.exact ? parallel::partition(partition_input) : cache.partition(partition_input, sim.graph);
+    std::shared_ptr<const scheduler::Dependencies> dependencies;
+    if (options.exact) {
+        sim.program = parallel::partition(partition_input);
+    } else {
+        PartitionedStep step = cache.partition(partition_input, sim.graph);
+        sim.program = std::move(step.program);
+        dependencies = std::move(step.dependencies);
+    }
     cost::CostModel model(cost::CostContext{spec.topology, runtime, spec.calibration, spec.training.dtype});
     sim.costs = model.cost_all(sim.program);
     scheduler::NetworkInput network = plan_network(spec, sim, cache, options);
     try {
-        sim.timeline =
-            scheduler::schedule(sim.program, sim.costs, runtime, sim.torus ? &network : nullptr,
-                                scheduler::ScheduleOptions{
-                                    .jump_periods = !options.exact,
-                                    .count_link_bytes = options.link_bytes,
-                                    .reuse_rates = !options.exact,
-                                    .watch = watch_microbatches ? microbatch_periods(sim.program)
-                                                                : std::vector<scheduler::PeriodicRegion>{}});
+        sim.timeline = scheduler::schedule(
+            sim.program, sim.costs, runtime, sim.torus ? &network : nullptr,
+            scheduler::ScheduleOptions{.jump_periods = !options.exact,
+                                       .count_link_bytes = options.link_bytes,
+                                       .reuse_rates = !options.exact,
+                                       .watch = watch_microbatches ? microbatch_periods(sim.program)
+                                                                   : std::vector<scheduler::PeriodicRegion>{},
+                                       .dependencies = dependencies.get()});
     } catch (const core::TimeOverflow& e) {
         core::Diagnostics d;
         d.error({spec.source, 0, 0}, "",

@@ -34,8 +34,8 @@ LoweredStep SimulationCache::lowered(const workload::ModelSpec& model,
     return step;
 }
 
-parallel::DeviceProgram SimulationCache::partition(const parallel::PartitionInput& input,
-                                                   const std::shared_ptr<const workload::OpGraph>& graph) {
+PartitionedStep SimulationCache::partition(const parallel::PartitionInput& input,
+                                           const std::shared_ptr<const workload::OpGraph>& graph) {
     PODSIM_ASSERT(graph.get() == &input.graph, "partition input of another graph");
     workload::TrainingSpec training = input.training;
     training.global_batch = 0;
@@ -43,23 +43,24 @@ parallel::DeviceProgram SimulationCache::partition(const parallel::PartitionInpu
         if (e.graph != graph || !(e.runtime == input.runtime) || !(e.training == training) ||
             !(e.mesh == input.mesh) || !(e.placement == input.ici_axes))
             continue;
-        parallel::DeviceProgram program = e.resizable.program;
+        PartitionedStep step{e.resizable.program, e.dependencies};
         if (e.global_batch != input.training.global_batch)
-            parallel::resize(program, e.resizable.sizing, input);
-        return program;
+            parallel::resize(step.program, e.resizable.sizing, input);
+        return step;
     }
     parallel::ResizableProgram resizable = parallel::partition_resizable(input);
     const std::size_t ops = resizable.program.ops.size();
-    if (ops > kMaxPartitionOps) return std::move(resizable.program);  // too big to keep
+    if (ops > kMaxPartitionOps) return {std::move(resizable.program), nullptr};  // too big to keep
     while (partition_ops_ + ops > kMaxPartitionOps || partitions_.size() >= kMaxPartitions) {
         partition_ops_ -= partitions_.front().resizable.program.ops.size();
         partitions_.pop_front();
     }
-    parallel::DeviceProgram program = resizable.program;
+    PartitionedStep step{resizable.program, std::make_shared<const scheduler::Dependencies>(
+                                                scheduler::dependencies(resizable.program, input.runtime))};
     partitions_.push_back({graph, std::move(training), input.mesh, input.ici_axes, input.runtime,
-                           input.training.global_batch, std::move(resizable)});
+                           input.training.global_batch, std::move(resizable), step.dependencies});
     partition_ops_ += ops;
-    return program;
+    return step;
 }
 
 std::shared_ptr<const network::Torus> SimulationCache::torus(const hardware::TopologySpec& topology,

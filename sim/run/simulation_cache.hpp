@@ -17,6 +17,7 @@
 #include "parallel/partition.hpp"
 #include "parallel/program_names.hpp"
 #include "parallel/runtime_spec.hpp"
+#include "scheduler/scheduler.hpp"
 #include "scheduler/transfer_alone.hpp"
 #include "workload/model_spec.hpp"
 #include "workload/op_graph.hpp"
@@ -28,6 +29,12 @@ namespace podsim::run {
 struct CachedPlan {
     collectives::CommPlan plan;
     scheduler::TransferAlone alone;
+};
+
+// A partitioned step, with the dependencies the scheduler keeps (null: not kept, to be built).
+struct PartitionedStep {
+    parallel::DeviceProgram program;
+    std::shared_ptr<const scheduler::Dependencies> dependencies;
 };
 
 // A lowered step, with the device op names of every program partitioned from it.
@@ -54,9 +61,10 @@ class SimulationCache {
     // Working arrays of the max-min solver for at least `links` links, for one network at a time.
     network::FlowNetwork::Scratch& scratch(std::size_t links);
     // partition(input) of `graph` (input.graph): a copy of the program of an earlier config that
-    // differed at most in the batch, resized (parallel::resize), or partitioned and kept.
-    parallel::DeviceProgram partition(const parallel::PartitionInput& input,
-                                      const std::shared_ptr<const workload::OpGraph>& graph);
+    // differed at most in the batch, resized (parallel::resize), or partitioned and kept; with the
+    // program's scheduler::dependencies, which resizing does not change.
+    PartitionedStep partition(const parallel::PartitionInput& input,
+                              const std::shared_ptr<const workload::OpGraph>& graph);
     std::shared_ptr<const CachedPlan> plan(const std::shared_ptr<const network::Torus>& torus,
                                            collectives::CollectiveKind kind, double bytes,
                                            const std::vector<network::AxisDimPart>& parts, double hop_latency,
@@ -85,6 +93,7 @@ class SimulationCache {
         parallel::RuntimeSpec runtime;
         std::int64_t global_batch = 0;  // the batch `resizable` is sized for
         parallel::ResizableProgram resizable;
+        std::shared_ptr<const scheduler::Dependencies> dependencies;
     };
     std::deque<PartitionEntry> partitions_;  // oldest first
     std::size_t partition_ops_ = 0;          // ops of the programs in partitions_

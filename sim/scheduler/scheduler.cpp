@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 #include <numeric>
+#include <optional>
 
 #include "core/assert.hpp"
 #include "core/engine.hpp"
@@ -23,6 +24,99 @@ constexpr int kMaxTries = 8;
 // collective sharing a flow network swap its transfer slots from one layer to the next.
 constexpr std::size_t kMaxPeriodBlocks = 2;
 
+// An op waits only for the predecessors that can still be running when it reaches the head of its
+// resource's in-order queue: not for one on its own resource (it comes earlier in the same queue),
+// nor for one that an earlier op of its queue also waits for.
+Dependencies build_dependencies(const parallel::DeviceProgram& program, bool synchronous) {
+    Dependencies deps;
+    // Synchronous collectives also wait for the compute before them, and compute waits for the
+    // collectives issued since the last compute: extra edges beside each op's own deps.
+    const std::size_t n = program.ops.size();
+    std::vector<std::pair<int, int>> extra;  // (from, to)
+    if (synchronous) {
+        int last_compute = -1;
+        std::vector<int> since_compute;  // collectives issued since the last compute op
+        for (std::size_t i = 0; i < n; ++i) {
+            const auto& op = program.ops[i];
+            if (parallel::is_collective(op.category)) {
+                if (last_compute >= 0) extra.emplace_back(last_compute, static_cast<int>(i));
+                since_compute.push_back(static_cast<int>(i));
+            } else if (op.category == parallel::OpCategory::matmul ||
+                       op.category == parallel::OpCategory::fusion) {
+                for (int c : since_compute) extra.emplace_back(c, static_cast<int>(i));
+                since_compute.clear();
+                last_compute = static_cast<int>(i);
+            }
+        }
+    }
+    auto resource_of = [&](std::size_t op) { return static_cast<std::size_t>(program.ops[op].resource); };
+    auto on_other_resource = [&](int from, std::size_t to) {
+        PODSIM_ASSERT(from >= 0 && static_cast<std::size_t>(from) < to,
+                      "dependency not earlier in program order");
+        return resource_of(static_cast<std::size_t>(from)) != resource_of(to);
+    };
+    // An edge d -> t is also redundant when t, or an earlier op on t's resource, waits for an op
+    // d' >= d on d's resource: each resource runs its ops one at a time in program order, so d'
+    // ends no earlier than d, and t starts after that wait. This covers a backward op's
+    // dependency on a forward output that the next forward op consumed first, and an optimizer
+    // update's dependency on its layer's gradient reduce-scatter when the update before it waited
+    // for a later reduce-scatter on the same axis.
+    const std::size_t resources = program.resources.size();
+    // Per (target resource, dependency resource): the latest dependency waited for so far.
+    std::vector<int> covered(resources * resources, -1);
+    // Per resource: the latest dependency of the op being read on it.
+    std::vector<int> latest(resources, -1);
+    std::vector<std::pair<int, int>> kept;  // (from, to): by target in program order, own deps first
+    kept.reserve(n + extra.size());
+    std::size_t extra_begin = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+        std::size_t extra_end = extra_begin;  // extra edges come sorted by target
+        while (extra_end < extra.size() && static_cast<std::size_t>(extra[extra_end].second) == i)
+            ++extra_end;
+        auto for_each_dep = [&](auto&& f) {
+            for (int d : program.ops[i].deps)
+                if (on_other_resource(d, i)) f(d);
+            for (std::size_t e = extra_begin; e < extra_end; ++e)
+                if (on_other_resource(extra[e].first, i)) f(extra[e].first);
+        };
+        const std::size_t target = resource_of(i);
+        for_each_dep([&](int d) {
+            auto& l = latest[resource_of(static_cast<std::size_t>(d))];
+            l = std::max(l, d);
+        });
+        for_each_dep([&](int d) {
+            const std::size_t from = resource_of(static_cast<std::size_t>(d));
+            if (latest[from] != d) return;  // a later one on the same resource, or already kept
+            auto& c = covered[target * resources + from];
+            if (c < d) kept.emplace_back(d, static_cast<int>(i));
+            c = std::max(c, d);
+            latest[from] = -1;
+        });
+        extra_begin = extra_end;
+    }
+    deps.pending.assign(n, 0);
+    deps.succ_begin.assign(n + 1, 0);
+    deps.pred_begin.assign(n + 1, 0);
+    for (const auto& [from, to] : kept) {
+        ++deps.succ_begin[static_cast<std::size_t>(from) + 1];
+        ++deps.pred_begin[static_cast<std::size_t>(to) + 1];
+        ++deps.pending[static_cast<std::size_t>(to)];
+    }
+    for (std::size_t i = 0; i < n; ++i) {
+        deps.succ_begin[i + 1] += deps.succ_begin[i];
+        deps.pred_begin[i + 1] += deps.pred_begin[i];
+    }
+    deps.successors.resize(deps.succ_begin[n]);
+    deps.preds.resize(deps.pred_begin[n]);
+    std::vector<std::size_t> fill(deps.succ_begin.begin(), deps.succ_begin.end() - 1);
+    for (std::size_t e = 0; e < kept.size(); ++e) {
+        const auto [from, to] = kept[e];
+        deps.successors[fill[static_cast<std::size_t>(from)]++] = to;
+        deps.preds[e] = from;  // kept is sorted by target: its order is the CSR's
+    }
+    return deps;
+}
+
 class ProgramRun final : public core::EventHandler, public network::TransferListener {
   public:
     ProgramRun(const parallel::DeviceProgram& program, const std::vector<cost::OpCost>& costs,
@@ -30,7 +124,10 @@ class ProgramRun final : public core::EventHandler, public network::TransferList
         : program_(program),
           network_input_(network),
           count_link_bytes_(network && options.count_link_bytes),
-          reuse_rates_(options.reuse_rates) {
+          reuse_rates_(options.reuse_rates),
+          deps_(options.dependencies ? *options.dependencies
+                                     : own_deps_.emplace(build_dependencies(program, synchronous))),
+          pending_(deps_.pending) {
         if (network) {
             int count = 1;
             for (int c : network->network_of_op) count = std::max(count, c + 1);
@@ -40,7 +137,6 @@ class ProgramRun final : public core::EventHandler, public network::TransferList
         const std::size_t n = program.ops.size();
         durations_.resize(n);
         for (std::size_t i = 0; i < n; ++i) durations_[i] = core::from_seconds(costs[i].seconds);
-        build_dependencies(synchronous);
         queues_.resize(program.resources.size());
         for (std::size_t i = 0; i < n; ++i) {
             queues_[static_cast<std::size_t>(program.ops[i].resource)].push_back(static_cast<int>(i));
@@ -52,7 +148,7 @@ class ProgramRun final : public core::EventHandler, public network::TransferList
             std::vector<const void*> transfer_of;
             std::vector<int> network_of;
             collect_behaviour(transfer_of, network_of);
-            const OpBehaviour behaviour{durations_, transfer_of, network_of, pred_begin_, preds_};
+            const OpBehaviour behaviour{durations_, transfer_of, network_of, deps_.pred_begin, deps_.preds};
             if (options.jump_periods) find_regions(behaviour);
             if (!options.watch.empty()) find_watches(options.watch, behaviour);
         }
@@ -92,104 +188,11 @@ class ProgramRun final : public core::EventHandler, public network::TransferList
         if (logging_) ended_.push_back(static_cast<int>(op));
         busy_[resource] = false;
         ++heads_[resource];
-        for (std::size_t e = succ_begin_[op]; e < succ_begin_[op + 1]; ++e) {
-            const auto s = static_cast<std::size_t>(successors_[e]);
+        for (std::size_t e = deps_.succ_begin[op]; e < deps_.succ_begin[op + 1]; ++e) {
+            const auto s = static_cast<std::size_t>(deps_.successors[e]);
             if (--pending_[s] == 0) try_start(program_.ops[s].resource);
         }
         try_start(static_cast<int>(resource));
-    }
-
-    // An op waits only for the predecessors that can still be running when it reaches the head of
-    // its resource's in-order queue: not for one on its own resource (it comes earlier in the same
-    // queue), nor for one that an earlier op of its queue also waits for.
-    void build_dependencies(bool synchronous) {
-        // Synchronous collectives also wait for the compute before them, and compute waits for the
-        // collectives issued since the last compute: extra edges beside each op's own deps.
-        const std::size_t n = program_.ops.size();
-        std::vector<std::pair<int, int>> extra;  // (from, to)
-        if (synchronous) {
-            int last_compute = -1;
-            std::vector<int> since_compute;  // collectives issued since the last compute op
-            for (std::size_t i = 0; i < n; ++i) {
-                const auto& op = program_.ops[i];
-                if (parallel::is_collective(op.category)) {
-                    if (last_compute >= 0) extra.emplace_back(last_compute, static_cast<int>(i));
-                    since_compute.push_back(static_cast<int>(i));
-                } else if (op.category == parallel::OpCategory::matmul ||
-                           op.category == parallel::OpCategory::fusion) {
-                    for (int c : since_compute) extra.emplace_back(c, static_cast<int>(i));
-                    since_compute.clear();
-                    last_compute = static_cast<int>(i);
-                }
-            }
-        }
-        auto resource_of = [&](std::size_t op) {
-            return static_cast<std::size_t>(program_.ops[op].resource);
-        };
-        auto on_other_resource = [&](int from, std::size_t to) {
-            PODSIM_ASSERT(from >= 0 && static_cast<std::size_t>(from) < to,
-                          "dependency not earlier in program order");
-            return resource_of(static_cast<std::size_t>(from)) != resource_of(to);
-        };
-        // An edge d -> t is also redundant when t, or an earlier op on t's resource, waits for an op
-        // d' >= d on d's resource: each resource runs its ops one at a time in program order, so d'
-        // ends no earlier than d, and t starts after that wait. This covers a backward op's
-        // dependency on a forward output that the next forward op consumed first, and an optimizer
-        // update's dependency on its layer's gradient reduce-scatter when the update before it waited
-        // for a later reduce-scatter on the same axis.
-        const std::size_t resources = program_.resources.size();
-        // Per (target resource, dependency resource): the latest dependency waited for so far.
-        std::vector<int> covered(resources * resources, -1);
-        // Per resource: the latest dependency of the op being read on it.
-        std::vector<int> latest(resources, -1);
-        std::vector<std::pair<int, int>> kept;  // (from, to): by target in program order, own deps first
-        kept.reserve(n + extra.size());
-        std::size_t extra_begin = 0;
-        for (std::size_t i = 0; i < n; ++i) {
-            std::size_t extra_end = extra_begin;  // extra edges come sorted by target
-            while (extra_end < extra.size() && static_cast<std::size_t>(extra[extra_end].second) == i)
-                ++extra_end;
-            auto for_each_dep = [&](auto&& f) {
-                for (int d : program_.ops[i].deps)
-                    if (on_other_resource(d, i)) f(d);
-                for (std::size_t e = extra_begin; e < extra_end; ++e)
-                    if (on_other_resource(extra[e].first, i)) f(extra[e].first);
-            };
-            const std::size_t target = resource_of(i);
-            for_each_dep([&](int d) {
-                auto& l = latest[resource_of(static_cast<std::size_t>(d))];
-                l = std::max(l, d);
-            });
-            for_each_dep([&](int d) {
-                const std::size_t from = resource_of(static_cast<std::size_t>(d));
-                if (latest[from] != d) return;  // a later one on the same resource, or already kept
-                auto& c = covered[target * resources + from];
-                if (c < d) kept.emplace_back(d, static_cast<int>(i));
-                c = std::max(c, d);
-                latest[from] = -1;
-            });
-            extra_begin = extra_end;
-        }
-        pending_.assign(n, 0);
-        succ_begin_.assign(n + 1, 0);
-        pred_begin_.assign(n + 1, 0);
-        for (const auto& [from, to] : kept) {
-            ++succ_begin_[static_cast<std::size_t>(from) + 1];
-            ++pred_begin_[static_cast<std::size_t>(to) + 1];
-            ++pending_[static_cast<std::size_t>(to)];
-        }
-        for (std::size_t i = 0; i < n; ++i) {
-            succ_begin_[i + 1] += succ_begin_[i];
-            pred_begin_[i + 1] += pred_begin_[i];
-        }
-        successors_.resize(succ_begin_[n]);
-        preds_.resize(pred_begin_[n]);
-        std::vector<std::size_t> fill(succ_begin_.begin(), succ_begin_.end() - 1);
-        for (std::size_t e = 0; e < kept.size(); ++e) {
-            const auto [from, to] = kept[e];
-            successors_[fill[static_cast<std::size_t>(from)]++] = to;
-            preds_[e] = from;  // kept is sorted by target: its order is the CSR's
-        }
     }
 
     void try_start(int resource) {
@@ -373,8 +376,8 @@ class ProgramRun final : public core::EventHandler, public network::TransferList
                 // A resource waiting beyond the region must keep waiting until the region is over.
                 if (busy_[r] || head < region.first_op) return false;
                 bool blocked = false;
-                for (std::size_t p = pred_begin_[head]; p < pred_begin_[head + 1]; ++p)
-                    blocked = blocked || static_cast<std::size_t>(preds_[p]) >= region.end();
+                for (std::size_t p = deps_.pred_begin[head]; p < deps_.pred_begin[head + 1]; ++p)
+                    blocked = blocked || static_cast<std::size_t>(deps_.preds[p]) >= region.end();
                 if (!blocked) return false;
                 out.heads.push_back(static_cast<std::int64_t>(head) * 2 + 1);  // absolute
                 continue;
@@ -500,8 +503,8 @@ class ProgramRun final : public core::EventHandler, public network::TransferList
             for (std::size_t e = from.ended_mark; e < ended_.size(); ++e) {
                 const auto op = static_cast<std::size_t>(ended_[e]);
                 timeline_.spans[op + shift].end = shift_time(timeline_.spans[op].end, j);
-                for (std::size_t s = succ_begin_[op + shift]; s < succ_begin_[op + shift + 1]; ++s)
-                    --pending_[static_cast<std::size_t>(successors_[s])];
+                for (std::size_t s = deps_.succ_begin[op + shift]; s < deps_.succ_begin[op + shift + 1]; ++s)
+                    --pending_[static_cast<std::size_t>(deps_.successors[s])];
                 ++heads_[static_cast<std::size_t>(program_.ops[op].resource)];
             }
         }
@@ -542,11 +545,9 @@ class ProgramRun final : public core::EventHandler, public network::TransferList
     std::uint64_t replayed_events_ = 0;
     std::uint64_t jumped_events_ = 0;
     std::vector<core::Time> durations_;
-    std::vector<int> pending_;
-    std::vector<std::size_t> succ_begin_;
-    std::vector<int> successors_;
-    std::vector<std::size_t> pred_begin_;
-    std::vector<int> preds_;
+    std::optional<Dependencies> own_deps_;  // when the options bring none
+    const Dependencies& deps_;
+    std::vector<int> pending_;  // per op: its kept dependencies not finished yet
     std::vector<std::vector<int>> queues_;
     std::vector<std::size_t> heads_;
     std::vector<bool> busy_;
@@ -643,6 +644,10 @@ ContentionClasses contention_classes(const parallel::DeviceProgram& program,
     return classes;
 }
 
+Dependencies dependencies(const parallel::DeviceProgram& program, const parallel::RuntimeSpec& runtime) {
+    return build_dependencies(program, !runtime.async());
+}
+
 Timeline schedule(const parallel::DeviceProgram& program, const std::vector<cost::OpCost>& costs,
                   const parallel::RuntimeSpec& runtime, const NetworkInput* network,
                   ScheduleOptions options) {
@@ -657,6 +662,8 @@ Timeline schedule(const parallel::DeviceProgram& program, const std::vector<cost
                           (network && network->plan_of_op[i] != nullptr),
                       "an ICI collective with neither a plan nor a cost");
     }
+    PODSIM_ASSERT(!options.dependencies || options.dependencies->pending.size() == program.ops.size(),
+                  "dependencies of another program");
     ProgramRun run(program, costs, !runtime.async(), network, options);
     return run.run();
 }

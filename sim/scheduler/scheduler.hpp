@@ -48,6 +48,18 @@ struct ContentionClasses {
 ContentionClasses contention_classes(const parallel::DeviceProgram& program,
                                      const std::vector<const collectives::CommPlan*>& plan_of_op);
 
+// The edges an op of a program waits for, as the scheduler keeps them (redundant ones dropped),
+// with successors and predecessors as CSR lists. They depend on the program's ops and deps and on
+// whether collectives are synchronous, not on sizes: programs resized for another batch share them.
+struct Dependencies {
+    std::vector<int> pending;  // per op: the edges it waits for
+    std::vector<std::size_t> succ_begin;
+    std::vector<int> successors;  // op i's: successors[succ_begin[i]..succ_begin[i + 1])
+    std::vector<std::size_t> pred_begin;
+    std::vector<int> preds;
+};
+Dependencies dependencies(const parallel::DeviceProgram& program, const parallel::RuntimeSpec& runtime);
+
 struct ScheduleOptions {
     // Find runs of identical periods (layers) whose state repeats and jump over them instead of
     // simulating each one; the timeline is the same (docs/model.md, "Simulating fast").
@@ -63,6 +75,8 @@ struct ScheduleOptions {
     // block started repeated the state when its first did. Blocks that are not identical are not
     // watched.
     std::vector<PeriodicRegion> watch = {};
+    // dependencies(program, runtime), when the caller has them (run::SimulationCache); else built.
+    const Dependencies* dependencies = nullptr;
 };
 
 Timeline schedule(const parallel::DeviceProgram& program, const std::vector<cost::OpCost>& costs,

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "scheduler/scheduler.hpp"
 #include "support.hpp"
 #include "workload/model_spec.hpp"
 
@@ -244,6 +245,16 @@ TEST_CASE("a step partitioned for one batch and resized to another is the step p
             run::simulate(test::run_from_text(resize_case(c.model, c.mesh, 96, c.training, c.runtime)), own,
                           run::SimulateOptions{.exact = true});
         check_same_program(resized.program, fresh.program);
+        // The scheduler's dependencies, kept with the partitioned step, do not change with the batch.
+        const auto runtime =
+            test::run_from_text(resize_case(c.model, c.mesh, 96, c.training, c.runtime)).runtime;
+        const auto kept = scheduler::dependencies(first.program, runtime);
+        const auto built = scheduler::dependencies(fresh.program, runtime);
+        CHECK(kept.pending == built.pending);
+        CHECK(kept.succ_begin == built.succ_begin);
+        CHECK(kept.successors == built.successors);
+        CHECK(kept.pred_begin == built.pred_begin);
+        CHECK(kept.preds == built.preds);
         // The test can fail: the batch changes the sizes.
         double bytes_first = 0.0, bytes_resized = 0.0;
         for (const auto& op : first.program.ops) bytes_first += op.bytes;
