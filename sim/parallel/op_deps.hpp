@@ -17,10 +17,10 @@ class OpDeps {
 
     OpDeps() = default;
     OpDeps(std::initializer_list<int> deps) { assign(deps.begin(), deps.end()); }
-    OpDeps(const OpDeps& other) { assign(other.begin(), other.end()); }
+    OpDeps(const OpDeps& other) { copy(other); }
     OpDeps(OpDeps&& other) noexcept { take(other); }
     OpDeps& operator=(const OpDeps& other) {
-        if (this != &other) assign(other.begin(), other.end());
+        if (this != &other) copy(other);
         return *this;
     }
     OpDeps& operator=(OpDeps&& other) noexcept {
@@ -71,11 +71,21 @@ class OpDeps {
         size_ = 0;
         append(first, last);
     }
+
+    // Programs are copied whole: inline deps as one fixed-size copy, not one push per dep.
+    void copy(const OpDeps& other) {
+        if (!heap_ && !other.heap_) {
+            std::copy(other.inline_, other.inline_ + kInline, inline_);
+            size_ = other.size_;
+            return;
+        }
+        assign(other.begin(), other.end());
+    }
     void take(OpDeps& other) {
         heap_ = std::move(other.heap_);
         size_ = other.size_;
         capacity_ = other.capacity_;
-        if (!heap_) std::copy(other.inline_, other.inline_ + size_, inline_);
+        if (!heap_) std::copy(other.inline_, other.inline_ + kInline, inline_);
         other.size_ = 0;
         other.capacity_ = kInline;
     }

@@ -98,8 +98,9 @@ class Partitioner {
 
     void resize(DeviceProgram& program, const std::vector<OpSizing>& sizing) {
         PODSIM_ASSERT(sizing.size() == program.ops.size(), "sizing of another program");
-        compute_ops_.reserve(g_.size());
-        for (std::size_t i = 0; i < g_.size(); ++i) compute_ops_.push_back(compute_op(static_cast<int>(i)));
+        std::vector<OpSizes> sizes;  // by graph op, of its compute op
+        sizes.reserve(g_.size());
+        for (const Op& op : g_.ops()) sizes.push_back(sizes_of(op));
         for (std::size_t i = 0; i < program.ops.size(); ++i) {
             DeviceOp& op = program.ops[i];
             const OpSizing& rule = sizing[i];
@@ -108,11 +109,11 @@ class Partitioner {
                 case OpSizing::Rule::fixed:
                     break;
                 case OpSizing::Rule::compute:
-                    size_as(op, compute_ops_[ref]);
+                    size_as(op, sizes[ref]);
                     break;
                 case OpSizing::Rule::part:
                     // As part_of.
-                    size_as(op, compute_ops_[ref]);
+                    size_as(op, sizes[ref]);
                     op.flops *= rule.fraction;
                     op.bytes *= rule.fraction;
                     op.flop_scale *= rule.fraction;
@@ -135,7 +136,8 @@ class Partitioner {
     }
 
   private:
-    static void size_as(DeviceOp& op, const DeviceOp& compute) {
+    template <class Sizes>
+    static void size_as(DeviceOp& op, const Sizes& compute) {
         op.flops = compute.flops;
         op.bytes = compute.bytes;
         op.output_bytes = compute.output_bytes;
@@ -240,26 +242,27 @@ class Partitioner {
     // Graph op `graph_op` as a compute op of microbatch 0.
     DeviceOp compute_op(int graph_op) {
         const Op& op = g_.op(graph_op);
-        DeviceOp d = unscaled_compute_op(op);
-        d.name = op_name(graph_op, OpSuffix::none);
-        // With sequence parallelism the norms and residual fusions between the tensor-parallel
-        // regions work on a sequence slice.
-        if (in_.training.tensor_sequence && tensor_ > 1 && op.kind == OpKind::fusion && op.layer >= 0 &&
-            !op.attention_internal) {
-            d.bytes /= static_cast<double>(tensor_);
-            d.output_bytes /= static_cast<double>(tensor_);
-        }
-        return d;
-    }
-
-    DeviceOp unscaled_compute_op(const Op& op) const {
         DeviceOp d;
+        d.name = op_name(graph_op, OpSuffix::none);
         d.category = op.kind == OpKind::matmul ? OpCategory::matmul : OpCategory::fusion;
         d.phase = op.phase;
         d.layer = op.layer;
         d.param_group = op.param_group;
         d.resource = 0;
         d.kept_for_backward = op.kept_for_backward;
+        size_as(d, sizes_of(op));
+        return d;
+    }
+
+    // A device op's sizes (DeviceOp's fields of the same names and defaults).
+    struct OpSizes {
+        double flops = 0.0, bytes = 0.0, output_bytes = 0.0;
+        double mm_batch = 1.0, mm_m = 0.0, mm_n = 0.0, mm_k = 0.0;
+        double flop_scale = 1.0;
+    };
+
+    OpSizes sizes_of(const Op& op) const {
+        OpSizes d;
         for (const auto& t : op.reads) d.bytes += bytes(t);
         for (const auto& t : op.writes) d.output_bytes += bytes(t);
         d.bytes += d.output_bytes;
@@ -271,6 +274,13 @@ class Partitioner {
             d.mm_k = size(s.k);
             d.flop_scale = op.flop_scale;
             d.flops = 2.0 * d.mm_batch * d.mm_m * d.mm_n * d.mm_k * op.flop_scale;
+        }
+        // With sequence parallelism the norms and residual fusions between the tensor-parallel
+        // regions work on a sequence slice.
+        if (in_.training.tensor_sequence && tensor_ > 1 && op.kind == OpKind::fusion && op.layer >= 0 &&
+            !op.attention_internal) {
+            d.bytes /= static_cast<double>(tensor_);
+            d.output_bytes /= static_cast<double>(tensor_);
         }
         return d;
     }
