@@ -198,6 +198,14 @@ MemoryProfile profile_memory(const parallel::DeviceProgram& program, const sched
     const std::vector<scheduler::Splice> no_splices;
     const auto& splices = fold ? fold->splices : no_splices;
     std::size_t next_splice = 0;
+    // The next splice's time and its period's start, or never: tested for every change.
+    core::Time next_splice_at = core::kMaxTime, next_window_at = core::kMaxTime;
+    auto aim_at_next_splice = [&]() {
+        const bool any = next_splice < splices.size();
+        next_splice_at = any ? splices[next_splice].at : core::kMaxTime;
+        next_window_at = any ? splices[next_splice].at - splices[next_splice].period : core::kMaxTime;
+    };
+    aim_at_next_splice();
     bool in_window = false;
     double window_start[kHolders] = {}, window_start_total = 0.0;
     double window_max = 0.0, window_max_live[kHolders] = {};
@@ -237,6 +245,7 @@ MemoryProfile profile_memory(const parallel::DeviceProgram& program, const sched
         shift += static_cast<core::Time>(splice.copies) * splice.period;
         in_window = false;
         ++next_splice;
+        aim_at_next_splice();
     };
     // The outer period [at - period, at) of the simulated timeline: the live bytes when it begins
     // (before any change at or after its start), and at its end the shift of its copies.
@@ -267,11 +276,9 @@ MemoryProfile profile_memory(const parallel::DeviceProgram& program, const sched
     };
     for (const Change& c : ordered) {
         if (c.delta == 0.0) continue;
-        while (next_splice < splices.size() && c.time >= splices[next_splice].at) close_splice();
+        while (c.time >= next_splice_at && next_splice < splices.size()) close_splice();
         outer_boundaries(c.time);
-        if (next_splice < splices.size() && !in_window &&
-            c.time >= splices[next_splice].at - splices[next_splice].period)
-            start_window();
+        if (!in_window && c.time >= next_window_at && next_splice < splices.size()) start_window();
         live[c.holder] += c.delta;
         total += c.delta;
         if (!fold) {
