@@ -1,5 +1,7 @@
 #include "sweep/sweep_runner_rows.hpp"
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
@@ -176,17 +178,53 @@ std::optional<Row> parse_csv_row(const std::string& line, const CsvLayout& layou
     return r;
 }
 
+namespace {
+
+std::string json_string(const std::string& text) {
+    return nlohmann::ordered_json(text).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+// A string as nlohmann's dump writes it: plain printable ASCII as it is, anything else through it.
+void append_json_string(std::string& out, const std::string& text) {
+    const bool plain = std::all_of(text.begin(), text.end(),
+                                   [](char c) { return c >= 0x20 && c < 0x7f && c != '"' && c != '\\'; });
+    if (!plain) {
+        out += json_string(text);
+        return;
+    }
+    out += '"';
+    out += text;
+    out += '"';
+}
+
+// report::number_json(type, v) as nlohmann's dump writes it: integers in decimal, other numbers by
+// the same shortest round-trip conversion (nlohmann::detail::to_chars, serializer.hpp dump_float).
+void append_json_number(std::string& out, report::FieldType type, double v) {
+    if (std::isnan(v)) {
+        out += "null";
+    } else if (type == report::FieldType::boolean) {
+        out += v != 0.0 ? "true" : "false";
+    } else if (type == report::FieldType::integer && std::fabs(v) < 9007199254740992.0) {
+        fmt::format_to(std::back_inserter(out), "{}", static_cast<long long>(v));
+    } else if (!std::isfinite(v)) {
+        out += "null";
+    } else {
+        std::array<char, 64> buffer{};
+        char* end = nlohmann::detail::to_chars(buffer.data(), buffer.data() + buffer.size(), v);
+        out.append(buffer.data(), end);
+    }
+}
+
+}  // namespace
+
 JsonlWriter::JsonlWriter(const std::vector<std::string>& params) : params_(params) {
-    // The object of a simulated row, keys in place; each row only assigns the values.
-    auto& row = template_.get_ref<nlohmann::ordered_json::object_t&>();
-    const auto fields = report::sweep_fields();
-    row.reserve(fields.size() + 4);
-    row.emplace("index", 0);
-    row.emplace("status", "ok");
-    auto& parameters = row.emplace("parameters", nlohmann::ordered_json::object()).first->second;
-    for (const auto& p : params) parameters.emplace(p, "");
-    for (const auto* f : fields) row.emplace(std::string(f->name()), nullptr);
-    row.emplace("kept", false);
+    std::vector<std::string> unique;
+    for (const auto& p : params)
+        if (std::find(unique.begin(), unique.end(), p) == unique.end()) unique.push_back(p);
+    for (std::size_t i = 0; i < unique.size(); ++i)
+        parameter_keys_.push_back((i == 0 ? "" : ",") + json_string(unique[i]) + ":");
+    for (const auto* f : report::sweep_fields())
+        field_keys_.push_back("," + json_string(std::string(f->name())) + ":");
 }
 
 std::string JsonlWriter::row(const Row& r) {
@@ -197,22 +235,26 @@ std::string JsonlWriter::row(const Row& r) {
             parameters[params_[i]] = r.values[i];
         return dump(j);
     }
-    auto item = template_.begin();
-    *item++ = r.index;
-    ++item;             // status: ok
-    std::size_t p = 0;  // the template's parameters, by position (a name given twice is there once)
-    for (auto& value : *item++) {
-        value = p < r.values.size() ? r.values[p] : std::string();
-        ++p;
+    std::string out;
+    out.reserve(1024);
+    fmt::format_to(std::back_inserter(out), "{{\"index\":{},\"status\":\"ok\",\"parameters\":{{", r.index);
+    static const std::string kNone;
+    // The parameters by position in the object (as the object's values were assigned before).
+    for (std::size_t p = 0; p < parameter_keys_.size(); ++p) {
+        out += parameter_keys_[p];
+        append_json_string(out, p < r.values.size() ? r.values[p] : kNone);
     }
+    out += '}';
     const auto fields = report::sweep_fields();
-    for (std::size_t i = 0; i < fields.size(); ++i, ++item) {
-        *item = fields[i]->type == report::FieldType::text
-                    ? nlohmann::ordered_json(i < r.texts.size() ? r.texts[i] : "")
-                    : report::number_json(fields[i]->type, r.number(i));
+    for (std::size_t i = 0; i < fields.size(); ++i) {
+        out += field_keys_[i];
+        if (fields[i]->type == report::FieldType::text)
+            append_json_string(out, i < r.texts.size() ? r.texts[i] : kNone);
+        else
+            append_json_number(out, fields[i]->type, r.number(i));
     }
-    *item = r.kept;
-    return dump(template_);
+    out += r.kept ? ",\"kept\":true}\n" : ",\"kept\":false}\n";
+    return out;
 }
 
 std::string JsonlWriter::dump(const nlohmann::ordered_json& j) {

@@ -45,7 +45,10 @@ class JsonlWriter {
   private:
     static std::string dump(const nlohmann::ordered_json& j);
     std::vector<std::string> params_;
-    nlohmann::ordered_json template_ = nlohmann::ordered_json::object();
+    // A simulated row is written directly, as nlohmann's dump would write it: the keys, escaped
+    // once, and the number of parameters the object holds (a name given twice is there once).
+    std::vector<std::string> parameter_keys_;  // `"name":`, then `,"name":`
+    std::vector<std::string> field_keys_;      // `,"column":`
 };
 std::string jsonl_row(const Row& r, const std::vector<std::string>& params);
 

@@ -324,3 +324,59 @@ TEST_CASE("a results.csv of an earlier layout resumes and merges") {
         }
     }
 }
+
+TEST_CASE("a sweep's JSON line is the one nlohmann's dump writes, byte for byte") {
+    // The writer builds the line itself (a sweep writes thousands per second); the reference is the
+    // row as an ordered_json object dumped as before: parameters by position, one per distinct name.
+    auto reference = [](const sweep::Row& row, const std::vector<std::string>& params) {
+        nlohmann::ordered_json j = nlohmann::ordered_json::object();
+        j["index"] = row.index;
+        j["status"] = "ok";
+        auto& parameters = j["parameters"] = nlohmann::ordered_json::object();
+        for (const auto& p : params) parameters.emplace(p, "");
+        std::size_t position = 0;
+        for (auto& value : parameters) {
+            value = position < row.values.size() ? row.values[position] : std::string();
+            ++position;
+        }
+        const auto fields = report::sweep_fields();
+        for (std::size_t i = 0; i < fields.size(); ++i) {
+            j[std::string(fields[i]->name())] =
+                fields[i]->type == report::FieldType::text
+                    ? nlohmann::ordered_json(i < row.texts.size() ? row.texts[i] : "")
+                    : report::number_json(fields[i]->type, row.number(i));
+        }
+        j["kept"] = row.kept;
+        return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+    };
+    report::RunReport r;
+    r.chips = 6144;
+    r.params = 100'000'000'000'000'000;  // an integer field past 2^53: written as a double
+    r.step_time_s = 1e-7;
+    r.mfu = -0.0;
+    r.hfu = kNaN;
+    r.tokens_per_s = 1.7976931348623157e308;
+    r.memory.peak_bytes = 123456789012345678.0;  // an integer past 2^53: written as a double
+    r.memory.capacity_bytes = 34359738368.0;
+    r.compute_s = 0.1 + 0.2;
+    r.host_capacity_bytes = 0;
+    // Each string special in one way only: invalid UTF-8, valid UTF-8, a control character, a quote
+    // and a backslash.
+    const std::vector<std::string> texts = {"bad\xff",    "caf\xc3\xa9", "tab\there",
+                                            "\"quoted\"", "back\\slash", "{data: 2, fsdp: auto}"};
+    for (const std::string& text : texts) {
+        r.name = text;
+        for (const std::vector<std::string>& params :
+             {std::vector<std::string>{"slice", "mesh"}, std::vector<std::string>{"slice", "mesh", "slice"},
+              std::vector<std::string>{}}) {
+            sweep::Row row;
+            row.index = 4321;
+            row.values = {"4x4x8", text, "\xe2\x82\xac"};
+            row.set_report(r);
+            row.kept = params.size() == 2;
+            CAPTURE(text);
+            CAPTURE(params.size());
+            CHECK(sweep::jsonl_row(row, params) == reference(row, params));
+        }
+    }
+}
