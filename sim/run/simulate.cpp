@@ -95,13 +95,13 @@ Simulation schedule_step(const RunSpec& spec, const parallel::RuntimeSpec& runti
     const parallel::PartitionInput partition_input{*sim.graph,  spec.training, spec.mesh,
                                                    sim.mapping, runtime,       lowered.names.get()};
     // The full simulation partitions every config itself.
-    std::shared_ptr<const scheduler::Dependencies> dependencies;
+    const scheduler::Dependencies* dependencies = nullptr;  // the cache's, until its next partition()
     if (options.exact) {
         sim.program = parallel::partition(partition_input);
     } else {
         PartitionedStep step = cache.partition(partition_input, sim.graph);
         sim.program = std::move(step.program);
-        dependencies = std::move(step.dependencies);
+        dependencies = step.dependencies;
     }
     cost::CostModel model(cost::CostContext{spec.topology, runtime, spec.calibration, spec.training.dtype});
     sim.costs = model.cost_all(sim.program);
@@ -114,7 +114,7 @@ Simulation schedule_step(const RunSpec& spec, const parallel::RuntimeSpec& runti
                                        .reuse_rates = !options.exact,
                                        .watch = watch_microbatches ? microbatch_periods(sim.program)
                                                                    : std::vector<scheduler::PeriodicRegion>{},
-                                       .dependencies = dependencies.get()});
+                                       .dependencies = dependencies});
     } catch (const core::TimeOverflow& e) {
         core::Diagnostics d;
         d.error({spec.source, 0, 0}, "",

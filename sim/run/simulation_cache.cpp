@@ -13,9 +13,9 @@ constexpr std::size_t kMaxTori = 16;
 constexpr std::size_t kMaxPlans = 4096;
 constexpr std::size_t kMaxPaths = std::size_t{1} << 16;
 // Partitioned steps: a sweep runs the configs that share one back to back on one worker
-// (sweep_runner.cpp), so a few suffice, the oldest going first. 16,384 ops are about 3 MB (a 175B
-// step with 8 microbatches has 3,000); keeping more made a GPT-2 sweep slower, its workers' memory
-// no longer in cache.
+// (sweep_runner.cpp), so a few suffice, the oldest making way. Steps of more than 16,384 ops (3 MB;
+// a 175B step with 8 microbatches has 3,000) are not kept: more memory per worker made a GPT-2 sweep
+// slower, its workers' memory no longer in cache.
 constexpr std::size_t kMaxPartitions = 4;
 constexpr std::size_t kMaxPartitionOps = std::size_t{1} << 14;
 
@@ -40,27 +40,31 @@ PartitionedStep SimulationCache::partition(const parallel::PartitionInput& input
     workload::TrainingSpec training = input.training;
     training.global_batch = 0;
     for (const PartitionEntry& e : partitions_) {
-        if (e.graph != graph || !(e.runtime == input.runtime) || !(e.training == training) ||
+        if (!e.graph || e.graph != graph || !(e.runtime == input.runtime) || !(e.training == training) ||
             !(e.mesh == input.mesh) || !(e.placement == input.ici_axes))
             continue;
-        PartitionedStep step{e.resizable.program, e.dependencies};
+        PartitionedStep step{e.resizable.program, &e.dependencies};
         if (e.global_batch != input.training.global_batch)
             parallel::resize(step.program, e.resizable.sizing, input);
         return step;
     }
     parallel::ResizableProgram resizable = parallel::partition_resizable(input);
-    const std::size_t ops = resizable.program.ops.size();
-    if (ops > kMaxPartitionOps) return {std::move(resizable.program), nullptr};  // too big to keep
-    while (partition_ops_ + ops > kMaxPartitionOps || partitions_.size() >= kMaxPartitions) {
-        partition_ops_ -= partitions_.front().resizable.program.ops.size();
-        partitions_.pop_front();
-    }
-    PartitionedStep step{resizable.program, std::make_shared<const scheduler::Dependencies>(
-                                                scheduler::dependencies(resizable.program, input.runtime))};
-    partitions_.push_back({graph, std::move(training), input.mesh, input.ici_axes, input.runtime,
-                           input.training.global_batch, std::move(resizable), step.dependencies});
-    partition_ops_ += ops;
-    return step;
+    if (resizable.program.ops.size() > kMaxPartitionOps) return {std::move(resizable.program), nullptr};
+    if (partitions_.empty()) partitions_.resize(kMaxPartitions);
+    PartitionEntry& e = partitions_[next_partition_];
+    next_partition_ = (next_partition_ + 1) % partitions_.size();
+    // Copies assigned into the entry's storage; the config takes the partitioner's own.
+    e.graph = graph;
+    e.training = training;
+    e.mesh = input.mesh;
+    e.placement = input.ici_axes;
+    e.runtime = input.runtime;
+    e.global_batch = input.training.global_batch;
+    e.resizable.program = resizable.program;
+    e.resizable.sizing = resizable.sizing;
+    const scheduler::Dependencies dependencies = scheduler::dependencies(resizable.program, input.runtime);
+    e.dependencies = dependencies;
+    return {std::move(resizable.program), &e.dependencies};
 }
 
 std::shared_ptr<const network::Torus> SimulationCache::torus(const hardware::TopologySpec& topology,

@@ -31,10 +31,11 @@ struct CachedPlan {
     scheduler::TransferAlone alone;
 };
 
-// A partitioned step, with the dependencies the scheduler keeps (null: not kept, to be built).
+// A partitioned step, with the dependencies the scheduler keeps: in the cache, valid until its next
+// partition(); null when the step was too big to keep (the scheduler builds them).
 struct PartitionedStep {
     parallel::DeviceProgram program;
-    std::shared_ptr<const scheduler::Dependencies> dependencies;
+    const scheduler::Dependencies* dependencies = nullptr;
 };
 
 // A lowered step, with the device op names of every program partitioned from it.
@@ -93,10 +94,13 @@ class SimulationCache {
         parallel::RuntimeSpec runtime;
         std::int64_t global_batch = 0;  // the batch `resizable` is sized for
         parallel::ResizableProgram resizable;
-        std::shared_ptr<const scheduler::Dependencies> dependencies;
+        scheduler::Dependencies dependencies;
     };
-    std::deque<PartitionEntry> partitions_;  // oldest first
-    std::size_t partition_ops_ = 0;          // ops of the programs in partitions_
+    // A ring: a new step overwrites the oldest in place, into the storage it already holds (a
+    // sweep's workers would otherwise free and allocate long-lived blocks of every size, and their
+    // resident memory creep up).
+    std::vector<PartitionEntry> partitions_;
+    std::size_t next_partition_ = 0;
     std::vector<TorusEntry> tori_;
     std::map<PlanKey, std::shared_ptr<const CachedPlan>> plans_;
     // An id per distinct path (link ids) of the plans' flows (network::Flow::path_id), from 1.

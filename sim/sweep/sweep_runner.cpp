@@ -11,7 +11,6 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
-#include <numeric>
 #include <set>
 #include <thread>
 
@@ -85,46 +84,71 @@ class Progress {
 // fit in the window of rows in flight.
 constexpr std::size_t kMaxBlock = 4096;
 
-struct ProcessingOrder {
-    std::vector<std::size_t> positions;  // positions in todo, in the order they run
-    std::vector<std::size_t> group;      // by position in todo
-    std::size_t block = 1;               // consecutive configs whose order changes
-};
-
 bool sets_only_batch(const config::SweepPlan::AxisShape& axis) {
     return !axis.paths.empty() && std::all_of(axis.paths.begin(), axis.paths.end(), [](const std::string& p) {
         return p == "training.global_batch" || p == "training.per_chip_batch";
     });
 }
 
-ProcessingOrder processing_order(const config::SweepPlan& plan, const std::vector<std::size_t>& todo) {
-    ProcessingOrder order;
-    order.positions.resize(todo.size());
-    std::iota(order.positions.begin(), order.positions.end(), std::size_t{0});
-    order.group = todo;  // each config its own group
-    const auto axes = plan.axis_shapes();
-    std::size_t batch_axis = axes.size();
-    for (std::size_t a = 0; a < axes.size(); ++a) {
-        if (!sets_only_batch(axes[a]) || axes[a].size < 2) continue;
-        if (batch_axis < axes.size()) return order;  // two batch axes: left in index order
-        batch_axis = a;
+// The configs of `todo` in the order they run, one block at a time (memory flat in the sweep's size).
+class ProcessingOrder {
+  public:
+    struct Next {
+        std::size_t position = 0;  // in todo
+        std::size_t group = 0;
+    };
+
+    ProcessingOrder(const config::SweepPlan& plan, const std::vector<std::size_t>& todo) : todo_(todo) {
+        const auto axes = plan.axis_shapes();
+        std::size_t batch_axis = axes.size();
+        for (std::size_t a = 0; a < axes.size(); ++a) {
+            if (!sets_only_batch(axes[a]) || axes[a].size < 2) continue;
+            if (batch_axis < axes.size()) return;  // two batch axes: left in index order
+            batch_axis = a;
+        }
+        if (batch_axis == axes.size()) return;
+        std::size_t inner = 1;  // configs between two values of the batch axis
+        for (std::size_t a = batch_axis + 1; a < axes.size(); ++a) inner *= axes[a].size;
+        const std::size_t values = axes[batch_axis].size;
+        if (inner > kMaxBlock / values) return;
+        inner_ = inner;
+        block_ = values * inner;
     }
-    if (batch_axis == axes.size()) return order;
-    std::size_t inner = 1;  // configs between two values of the batch axis
-    for (std::size_t a = batch_axis + 1; a < axes.size(); ++a) inner *= axes[a].size;
-    const std::size_t values = axes[batch_axis].size;
-    if (inner > kMaxBlock / values) return order;
-    order.block = values * inner;
-    for (std::size_t p = 0; p < todo.size(); ++p)
-        order.group[p] = todo[p] / order.block * inner + todo[p] % inner;
-    // Groups in order of their first config, each group's configs in index order.
-    std::stable_sort(order.positions.begin(), order.positions.end(), [&](std::size_t a, std::size_t b) {
-        const std::size_t block_a = todo[a] / order.block, block_b = todo[b] / order.block;
-        if (block_a != block_b) return block_a < block_b;
-        return todo[a] % inner < todo[b] % inner;
-    });
-    return order;
-}
+
+    std::size_t block() const { return block_; }  // consecutive configs whose order changes
+    bool done() const { return cursor_ == buffer_.size() && next_block_ == todo_.size(); }
+    Next peek() {
+        fill();
+        return buffer_[cursor_];
+    }
+    Next pop() {
+        fill();
+        return buffer_[cursor_++];
+    }
+
+  private:
+    // The next block's configs: groups in order of their first config, each group in index order.
+    void fill() {
+        if (cursor_ < buffer_.size()) return;
+        buffer_.clear();
+        cursor_ = 0;
+        std::size_t end = next_block_ + 1;
+        const std::size_t block = todo_[next_block_] / block_;
+        while (end < todo_.size() && todo_[end] / block_ == block) ++end;
+        for (std::size_t p = next_block_; p < end; ++p)
+            buffer_.push_back({p, block_ > 1 ? block * inner_ + todo_[p] % inner_ : todo_[p]});
+        std::stable_sort(buffer_.begin(), buffer_.end(), [&](const Next& a, const Next& b) {
+            return todo_[a.position] % inner_ < todo_[b.position] % inner_;
+        });
+        next_block_ = end;
+    }
+
+    const std::vector<std::size_t>& todo_;
+    std::size_t block_ = 1, inner_ = 1;
+    std::vector<Next> buffer_;
+    std::size_t cursor_ = 0;
+    std::size_t next_block_ = 0;  // position in todo of the first config not in buffer_
+};
 
 }  // namespace
 
@@ -202,8 +226,8 @@ SweepSummary run_sweep(const config::SweepPlan& plan, const SweepOptions& option
     // ahead: the window must cover what they finish meanwhile, or they run dry. 64 per job: 8 left
     // workers idle behind slow 175B configs, and 512 let a 100,000-config sweep's resident memory
     // creep up (+12%, allocator fragmentation) where 64 keeps it flat (bench/sweeps/rss-100k.yaml).
-    const ProcessingOrder order = processing_order(plan, todo);
-    const std::size_t window = std::max(static_cast<std::size_t>(jobs) * 64, order.block);
+    ProcessingOrder order(plan, todo);
+    const std::size_t window = std::max(static_cast<std::size_t>(jobs) * 64, order.block());
 
     std::vector<std::thread> workers;
     for (int w = 0; w < jobs; ++w) {
@@ -252,13 +276,14 @@ SweepSummary run_sweep(const config::SweepPlan& plan, const SweepOptions& option
         // Keep the workers fed, within a bounded window ahead of the writer (flat memory).
         // A group goes to the queue whole, so that one worker takes it.
         std::vector<Task> group;
-        while (produced < todo.size() && produced < written + window) {
+        while (!order.done() && produced < written + window) {
             group.clear();
-            const std::size_t id = order.group[order.positions[produced]];
+            const std::size_t id = order.peek().group;
             do {
-                const std::size_t position = order.positions[produced++];
+                const std::size_t position = order.pop().position;
                 group.push_back({position, id, plan.make(todo[position])});
-            } while (produced < todo.size() && order.group[order.positions[produced]] == id);
+                ++produced;
+            } while (!order.done() && order.peek().group == id);
             {
                 std::lock_guard lock(mutex);
                 for (Task& task : group) queue.push_back(std::move(task));
