@@ -130,9 +130,14 @@ void parse_mesh(const MapReader& run, RunSpec& spec, Diagnostics& d) {
     }
     // Meshes count devices, as JAX does: chips x devices_per_chip (a v3-8, slice 2x2, has 8).
     long devices = hardware::slice_devices(spec.topology, spec.slice);
-    const YAML::Node& mesh_map = node;
-    bool long_form =
-        mesh_map["ici"].IsDefined() || mesh_map["dcn"].IsDefined() || mesh_map["mapping"].IsDefined();
+    // One pass over the keys: a lookup by name in a yaml-cpp mapping compares every key as a
+    // string (three of them were a fifth of parsing a sweep's config).
+    bool long_form = false;
+    for (auto it = node.begin(); it != node.end() && !long_form; ++it) {
+        if (!it->first.IsScalar()) continue;
+        const std::string& key = it->first.Scalar();
+        long_form = key == "ici" || key == "dcn" || key == "mapping";
+    }
     std::vector<AxisEntry> ici, dcn;
     core::SourceLocation ici_where = detail::location_of(node, file);
     if (long_form) {
