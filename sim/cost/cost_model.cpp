@@ -1,7 +1,9 @@
 #include "cost/cost_model.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
+#include <cstdint>
 
 #include "collectives/closed_form.hpp"
 #include "core/assert.hpp"
@@ -79,10 +81,46 @@ double CostModel::compile_seconds(const parallel::DeviceProgram& program) const 
            c_.calibration.compile_time_per_op * static_cast<double>(program.ops.size());
 }
 
+namespace {
+
+// What a compute op's cost depends on (CostModel::cost): its category and sizes.
+bool same_compute(const parallel::DeviceOp& a, const parallel::DeviceOp& b) {
+    return a.category == b.category && a.bytes == b.bytes && a.mm_batch == b.mm_batch && a.mm_m == b.mm_m &&
+           a.mm_n == b.mm_n && a.mm_k == b.mm_k && a.flop_scale == b.flop_scale;
+}
+
+}  // namespace
+
 std::vector<OpCost> CostModel::cost_all(const parallel::DeviceProgram& program) const {
     std::vector<OpCost> costs;
-    costs.reserve(program.ops.size());
-    for (const auto& op : program.ops) costs.push_back(cost(op, program));
+    const std::size_t n = program.ops.size();
+    costs.reserve(n);
+    if (program.microbatches <= 1) {
+        for (const auto& op : program.ops) costs.push_back(cost(op, program));
+        return costs;
+    }
+    // Every microbatch runs the same compute ops: an op named as one seen before (names are shared
+    // by a graph op's instances) with the same sizes costs the same, and is not priced again.
+    // Open addressing on the name's address: op index + 1, 0 when empty.
+    std::vector<std::uint32_t> seen(std::bit_ceil(2 * n + 2), 0u);
+    const std::size_t mask = seen.size() - 1;
+    for (std::size_t i = 0; i < n; ++i) {
+        const parallel::DeviceOp& op = program.ops[i];
+        if (op.category != parallel::OpCategory::matmul && op.category != parallel::OpCategory::fusion) {
+            costs.push_back(cost(op, program));
+            continue;
+        }
+        const auto address = reinterpret_cast<std::uintptr_t>(op.name.data());
+        std::size_t slot = (address * 0x9e3779b97f4a7c15ull >> 20) & mask;
+        while (seen[slot] != 0 && program.ops[seen[slot] - 1].name.data() != op.name.data())
+            slot = (slot + 1) & mask;
+        if (seen[slot] != 0 && same_compute(program.ops[seen[slot] - 1], op)) {
+            costs.push_back(costs[seen[slot] - 1]);
+            continue;
+        }
+        costs.push_back(cost(op, program));
+        seen[slot] = static_cast<std::uint32_t>(i + 1);
+    }
     return costs;
 }
 

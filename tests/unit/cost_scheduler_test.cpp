@@ -223,3 +223,35 @@ TEST_CASE("two-block candidates are identical where every op repeats the one a p
     // A gather waits for the matmul two layers before, 3 ops back: the span of an identical region.
     CHECK(regions[1].dependency_span == 3);
 }
+
+TEST_CASE("pricing a program prices each op as on its own, repeated microbatches included") {
+    // cost_all prices a compute op repeated in later microbatches once; the costs must be those of
+    // pricing every op by itself.
+    auto spec = test::run_from_text(R"(
+schema: podsim.run/v1
+model: gpt2-small
+topology: tpu-v4
+slice: 2x2x2
+mesh: {data: 2, fsdp: 4}
+training: {global_batch: 64, seq_len: 1024, optimizer: adam, remat: full, microbatches: 4}
+)");
+    auto sim = run::simulate(spec);
+    REQUIRE(sim.program.microbatches == 4);
+    cost::CostModel model(
+        cost::CostContext{spec.topology, spec.runtime, spec.calibration, spec.training.dtype});
+    const auto costs = model.cost_all(sim.program);
+    REQUIRE(costs.size() == sim.program.ops.size());
+    int matmuls = 0;
+    for (std::size_t i = 0; i < costs.size(); ++i) {
+        const auto alone = model.cost(sim.program.ops[i], sim.program);
+        CAPTURE(i);
+        CHECK(costs[i].seconds == alone.seconds);
+        CHECK(costs[i].compute_seconds == alone.compute_seconds);
+        CHECK(costs[i].memory_seconds == alone.memory_seconds);
+        CHECK(costs[i].padded_flops == alone.padded_flops);
+        CHECK(costs[i].memory_bound == alone.memory_bound);
+        CHECK(costs[i].shape_class == alone.shape_class);
+        if (sim.program.ops[i].category == OpCategory::matmul) ++matmuls;
+    }
+    CHECK(matmuls > 4 * 12);  // every layer's matmuls in each of the 4 microbatches
+}
