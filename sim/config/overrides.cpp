@@ -59,7 +59,7 @@ void set_path(YAML::Node root, const std::string& path, const YAML::Node& value,
             root["mesh"] = long_form;
         }
     }
-    if (path == "training.global_batch" || path == "training.per_chip_batch") {
+    if (sets_batch(path)) {
         YAML::Node training = root["training"];
         if (training.IsMap())
             training.remove(path == "training.global_batch" ? "per_chip_batch" : "global_batch");
@@ -77,6 +77,10 @@ void set_path(YAML::Node root, const std::string& path, const YAML::Node& value,
 }
 
 }  // namespace detail
+
+bool sets_batch(std::string_view path) {
+    return path == "training.global_batch" || path == "training.per_chip_batch";
+}
 
 Override parse_override(const std::string& assignment, const std::string& origin_prefix) {
     auto eq = assignment.find('=');

@@ -2,6 +2,7 @@
 
 #include <filesystem>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "config/run_spec.hpp"
@@ -15,6 +16,10 @@ struct Override {
     std::string value;
     std::string origin;  // how the user wrote it, where its mistakes are reported
 };
+
+// Whether a path sets the batch (training.global_batch or training.per_chip_batch, each replacing
+// the other when set).
+bool sets_batch(std::string_view path);
 
 // "key.path=value"; throws core::UserError (located at `origin_prefix` + the text) without '='.
 Override parse_override(const std::string& assignment, const std::string& origin_prefix = "--set ");

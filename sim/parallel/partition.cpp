@@ -90,7 +90,7 @@ class Partitioner {
             if (group >= 0 && final_grad[static_cast<std::size_t>(group)] >= 0) {
                 d.deps.push_back(final_grad[static_cast<std::size_t>(group)]);
             }
-            emit(std::move(d), sized_as(OpSizing::Rule::compute, i));
+            emit(std::move(d), {.rule = OpSizing::Rule::compute, .ref = i});
         }
         p_.names = names_->store();
         return std::move(p_);
@@ -136,8 +136,14 @@ class Partitioner {
     }
 
   private:
-    template <class Sizes>
-    static void size_as(DeviceOp& op, const Sizes& compute) {
+    // A device op's sizes (DeviceOp's fields of the same names and defaults).
+    struct OpSizes {
+        double flops = 0.0, bytes = 0.0, output_bytes = 0.0;
+        double mm_batch = 1.0, mm_m = 0.0, mm_n = 0.0, mm_k = 0.0;
+        double flop_scale = 1.0;
+    };
+
+    static void size_as(DeviceOp& op, const OpSizes& compute) {
         op.flops = compute.flops;
         op.bytes = compute.bytes;
         op.output_bytes = compute.output_bytes;
@@ -254,13 +260,6 @@ class Partitioner {
         return d;
     }
 
-    // A device op's sizes (DeviceOp's fields of the same names and defaults).
-    struct OpSizes {
-        double flops = 0.0, bytes = 0.0, output_bytes = 0.0;
-        double mm_batch = 1.0, mm_m = 0.0, mm_n = 0.0, mm_k = 0.0;
-        double flop_scale = 1.0;
-    };
-
     OpSizes sizes_of(const Op& op) const {
         OpSizes d;
         for (const auto& t : op.reads) d.bytes += bytes(t);
@@ -333,22 +332,13 @@ class Partitioner {
         return static_cast<int>(p_.ops.size()) - 1;
     }
 
-    static OpSizing sized_as(OpSizing::Rule rule, int ref, double fraction = 1.0, bool zero_output = false) {
-        OpSizing sizing;
-        sizing.rule = rule;
-        sizing.ref = ref;
-        sizing.fraction = fraction;
-        sizing.zero_output = zero_output;
-        return sizing;
-    }
-
     // Graph op `graph_op`'s compute op in microbatch `mb`, copied once, into its place.
     int emit_compute(int graph_op, int mb, const OpDeps& deps) {
         DeviceOp& d = p_.ops.emplace_back(compute_ops_[static_cast<std::size_t>(graph_op)]);
         d.microbatch = mb;
         d.deps = deps;
         sort_unique(d.deps);
-        if (sizing_) sizing_->push_back(sized_as(OpSizing::Rule::compute, graph_op));
+        if (sizing_) sizing_->push_back({.rule = OpSizing::Rule::compute, .ref = graph_op});
         return static_cast<int>(p_.ops.size()) - 1;
     }
 
@@ -392,6 +382,9 @@ class Partitioner {
         const int depth = in_.runtime.async() ? std::max(0, in_.runtime.prefetch_depth) : 0;
         const bool sequence = tensor_axis >= 0 && in_.training.tensor_sequence;
         const bool collective_matmul = sequence && in_.runtime.overlaps_collective_matmul();
+        // Collective matmul's chunks: the last one, which waits for the whole transfer, and the rest.
+        const double one_chunk = 1.0 / static_cast<double>(tensor_);
+        const double other_chunks = 1.0 - one_chunk;
         // (block, group) -> its all-gather op in this microbatch, -1 before it is issued
         gather_.assign(2 * g_.param_groups.size(), -1);
         auto gather = [&](int block, int group) -> int& {
@@ -407,7 +400,7 @@ class Partitioner {
             for (auto [to_host, source] : offloaded[layer]) {
                 DeviceOp back = copy_op(source, false);
                 back.deps = {to_host};
-                out.push_back(emit(std::move(back), sized_as(OpSizing::Rule::copy, source)));
+                out.push_back(emit(std::move(back), {.rule = OpSizing::Rule::copy, .ref = source}));
             }
         };
         std::vector<int> ready(g_.size(), -1);  // graph op -> device op holding its output
@@ -462,41 +455,41 @@ class Partitioner {
                 if (pos == 0 && host_blocks_) deps.push_back(host_op_);
                 if (deps.empty() && last_compute >= 0) deps.push_back(last_compute);
             };
+            OpDeps& deps = deps_;  // its inputs' producers
+            deps.clear();
+            for (int pred : preds_.of(gi)) {
+                int r = ready[static_cast<std::size_t>(pred)];
+                if (r >= 0) deps.push_back(r);
+            }
             int index;
             if (!gathers_sequence && !split) {
                 // Nearly every op: the graph op's compute op as it is, copied once, into its place
                 // (copying it out and moving it in twice was a third of partitioning).
-                OpDeps& deps = deps_;
-                deps.clear();
-                for (int pred : preds_.of(gi)) {
-                    int r = ready[static_cast<std::size_t>(pred)];
-                    if (r >= 0) deps.push_back(r);
-                }
                 add_waits(deps);
                 index = emit_compute(gi, mb, deps);
             } else {
                 DeviceOp d = compute_ops_[static_cast<std::size_t>(gi)];
                 d.microbatch = mb;
-                for (int pred : preds_.of(gi)) {
-                    int r = ready[static_cast<std::size_t>(pred)];
-                    if (r >= 0) d.deps.push_back(r);
-                }
+                d.deps = deps;
                 if (gathers_sequence) {
                     // Sequence parallelism: the sequence-split input is gathered before a
                     // column-parallel matmul (and its input-gradient matmul in the backward).
                     DeviceOp ag = collective(op_name(gi, OpSuffix::all_gather), CollectiveKind::all_gather,
                                              tensor_axis, bytes(op.reads[0]), op.phase, op.layer, mb);
                     ag.deps = d.deps;
-                    int gather_index = emit(std::move(ag), sized_as(OpSizing::Rule::collective_input, gi));
+                    int gather_index =
+                        emit(std::move(ag), {.rule = OpSizing::Rule::collective_input, .ref = gi});
                     if (collective_matmul) {
                         // Ring steps: each chunk is multiplied while the next one arrives, so the
                         // matmul waits for the gather only for its last chunk (1/N of its work).
-                        const double main_fraction = 1.0 - 1.0 / static_cast<double>(tensor_);
-                        DeviceOp main = part_of(d, gi, main_fraction);
+                        DeviceOp main = part_of(d, gi, other_chunks);
                         main.output_bytes = 0.0;
                         main.kept_for_backward = false;
-                        emit(std::move(main), sized_as(OpSizing::Rule::part, gi, main_fraction, true));
-                        d = part_of(d, gi, 1.0 / static_cast<double>(tensor_), true);
+                        emit(std::move(main), {.rule = OpSizing::Rule::part,
+                                               .zero_output = true,
+                                               .ref = gi,
+                                               .fraction = other_chunks});
+                        d = part_of(d, gi, one_chunk, true);
                     }
                     d.deps.push_back(gather_index);
                 }
@@ -505,8 +498,8 @@ class Partitioner {
                     // (The rest lives in a member: a local op zeroed for every op was a fifth of
                     // this loop.)
                     DeviceOp& rest = split_rest_;
-                    rest = part_of(d, gi, 1.0 - 1.0 / static_cast<double>(tensor_), true);
-                    d = part_of(d, gi, 1.0 / static_cast<double>(tensor_));
+                    rest = part_of(d, gi, other_chunks, true);
+                    d = part_of(d, gi, one_chunk);
                     d.output_bytes = rest.output_bytes;
                     d.kept_for_backward = rest.kept_for_backward;
                     rest.output_bytes = 0.0;
@@ -514,8 +507,8 @@ class Partitioner {
                 }
                 const bool parted = split || (gathers_sequence && collective_matmul);
                 index = emit(std::move(d),
-                             parted ? sized_as(OpSizing::Rule::part, gi, 1.0 / static_cast<double>(tensor_))
-                                    : sized_as(OpSizing::Rule::compute, gi));
+                             parted ? OpSizing{.rule = OpSizing::Rule::part, .ref = gi, .fraction = one_chunk}
+                                    : OpSizing{.rule = OpSizing::Rule::compute, .ref = gi});
             }
             last_compute = index;
             ready[static_cast<std::size_t>(gi)] = index;
@@ -524,7 +517,7 @@ class Partitioner {
                 DeviceOp to_host = copy_op(index, true);
                 to_host.deps = {index};
                 offloaded[op.layer].push_back(
-                    {emit(std::move(to_host), sized_as(OpSizing::Rule::copy, index)), index});
+                    {emit(std::move(to_host), {.rule = OpSizing::Rule::copy, .ref = index}), index});
             }
 
             // Partial sums over a split contraction dimension: all-reduce over `tensor`, or with
@@ -537,16 +530,17 @@ class Partitioner {
                                tensor_axis, produced.output_bytes, op.phase, op.layer, mb);
                 if (sequence) produced.output_bytes /= static_cast<double>(tensor_);  // kept sequence-split
                 ar.deps.push_back(index);
-                OpSizing ar_sizing = sized_as(OpSizing::Rule::collective_output, index);
-                ar_sizing.divide_source = sequence;
-                ready[static_cast<std::size_t>(gi)] = emit(std::move(ar), ar_sizing);
+                ready[static_cast<std::size_t>(gi)] = emit(
+                    std::move(ar),
+                    {.rule = OpSizing::Rule::collective_output, .divide_source = sequence, .ref = index});
                 if (split) {
                     // The compute resource runs in program order, so every later compute op also
                     // waits for the rest of the matmul.
                     split_rest_.deps = {index};
-                    last_compute = emit(
-                        std::move(split_rest_),
-                        sized_as(OpSizing::Rule::part, gi, 1.0 - 1.0 / static_cast<double>(tensor_), true));
+                    last_compute = emit(std::move(split_rest_), {.rule = OpSizing::Rule::part,
+                                                                 .zero_output = true,
+                                                                 .ref = gi,
+                                                                 .fraction = other_chunks});
                 }
             }
 

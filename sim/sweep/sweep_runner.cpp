@@ -14,6 +14,7 @@
 #include <set>
 #include <thread>
 
+#include "config/overrides.hpp"
 #include "core/csv.hpp"
 #include "core/diagnostics.hpp"
 #include "run/simulate.hpp"
@@ -85,9 +86,8 @@ class Progress {
 constexpr std::size_t kMaxBlock = 4096;
 
 bool sets_only_batch(const config::SweepPlan::AxisShape& axis) {
-    return !axis.paths.empty() && std::all_of(axis.paths.begin(), axis.paths.end(), [](const std::string& p) {
-        return p == "training.global_batch" || p == "training.per_chip_batch";
-    });
+    return !axis.paths.empty() && std::all_of(axis.paths.begin(), axis.paths.end(),
+                                              [](const std::string& p) { return config::sets_batch(p); });
 }
 
 // The configs of `todo` in the order they run, one block at a time (memory flat in the sweep's size).

@@ -197,21 +197,22 @@ void append_json_string(std::string& out, const std::string& text) {
     out += '"';
 }
 
-// report::number_json(type, v) as nlohmann's dump writes it: integers in decimal, other numbers by
-// the same shortest round-trip conversion (nlohmann::detail::to_chars, serializer.hpp dump_float).
+// report::number_json(type, v) as nlohmann's dump writes it, without building a string for it:
+// integers in decimal, other numbers by its own shortest round-trip conversion
+// (nlohmann::detail::to_chars, serializer.hpp dump_float), non-finite ones as null.
 void append_json_number(std::string& out, report::FieldType type, double v) {
-    if (std::isnan(v)) {
-        out += "null";
-    } else if (type == report::FieldType::boolean) {
-        out += v != 0.0 ? "true" : "false";
-    } else if (type == report::FieldType::integer && std::fabs(v) < 9007199254740992.0) {
-        fmt::format_to(std::back_inserter(out), "{}", static_cast<long long>(v));
-    } else if (!std::isfinite(v)) {
-        out += "null";
-    } else {
+    const nlohmann::ordered_json value = report::number_json(type, v);
+    if (value.is_boolean()) {
+        out += value.get<bool>() ? "true" : "false";
+    } else if (value.is_number_integer()) {
+        fmt::format_to(std::back_inserter(out), "{}", value.get<long long>());
+    } else if (value.is_number_float() && std::isfinite(value.get<double>())) {
         std::array<char, 64> buffer{};
-        char* end = nlohmann::detail::to_chars(buffer.data(), buffer.data() + buffer.size(), v);
+        char* end =
+            nlohmann::detail::to_chars(buffer.data(), buffer.data() + buffer.size(), value.get<double>());
         out.append(buffer.data(), end);
+    } else {
+        out += "null";
     }
 }
 
