@@ -54,5 +54,10 @@ RunSpec parse_run(const YAML::Node& root, const std::string& file, const std::fi
 // errors are reported (a sweep value is wrong alone, or only in combination with other axes).
 RunSpec parse_run_node(const YAML::Node& root, const std::string& file, const std::filesystem::path& base_dir,
                        core::Diagnostics& d, LoadCache* cache, bool semantic_checks = true);
+// parse_run_node for a tree that differs from the one `parsed` came from, without a diagnostic, only
+// in `name` and the batch keys under `training` (a sweep's batch axes): those are read again and the
+// checks that involve the batch run again; the rest is copied.
+RunSpec reparse_batch(const YAML::Node& root, const std::string& file, const std::filesystem::path& base_dir,
+                      const RunSpec& parsed, core::Diagnostics& d, LoadCache* cache);
 
 }  // namespace podsim::config

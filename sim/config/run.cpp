@@ -25,6 +25,37 @@ RunSpec finish(RunSpec spec, const Diagnostics& d) {
     return spec;
 }
 
+// `training.global_batch`, or `training.per_chip_batch` times the chips of every slice.
+void read_batch(const MapReader& t, RunSpec& spec) {
+    auto global = t.integer(training_key("training.global_batch"));
+    auto per_chip = t.integer(training_key("training.per_chip_batch"));
+    if (global && per_chip) {
+        t.error("per_chip_batch", "give global_batch or per_chip_batch, not both");
+    } else if (global) {
+        spec.training.global_batch = *global;
+    } else if (per_chip) {
+        spec.training.global_batch = *per_chip * spec.slice.chips() * spec.slices;
+    } else if (!t.has("global_batch") && !t.has("per_chip_batch")) {
+        t.error("global_batch", "missing required key (or give per_chip_batch)");
+    }
+}
+
+// `whole_run:`, which needs a valid model and training section.
+void read_whole_run(const MapReader& r, const std::string& file, RunSpec& spec, Diagnostics& d) {
+    if (r.has("whole_run"))
+        spec.whole_run = detail::parse_whole_run(r.raw("whole_run"), file, r.path_of("whole_run"), spec, d);
+}
+
+// Whether the model, batch and mesh shard, reported at the section each error names.
+void check_sharding(const MapReader& r, const std::string& path, const RunSpec& spec, Diagnostics& d) {
+    for (const auto& e : parallel::sharding_errors(spec.model, spec.training, spec.topology, spec.slice,
+                                                   spec.slices, spec.mesh)) {
+        std::string top = e.key_path.substr(0, e.key_path.find('.'));
+        std::string full = path.empty() ? e.key_path : path + "." + e.key_path;
+        d.error(r.location(top), full, e.message);
+    }
+}
+
 }  // namespace
 
 RunSpec parse_run(const YAML::Node& root, const std::string& file, const fs::path& base_dir,
@@ -109,17 +140,7 @@ RunSpec parse_run(const YAML::Node& root, const std::string& file, const fs::pat
     MapReader t(r.has("training") ? r.raw("training") : YAML::Node(YAML::NodeType::Map), file,
                 r.path_of("training"), d, run_keys_under("training"));
     if (t.ok() && r.has("training")) {
-        auto global = t.integer(training_key("training.global_batch"));
-        auto per_chip = t.integer(training_key("training.per_chip_batch"));
-        if (global && per_chip) {
-            t.error("per_chip_batch", "give global_batch or per_chip_batch, not both");
-        } else if (global) {
-            spec.training.global_batch = *global;
-        } else if (per_chip) {
-            spec.training.global_batch = *per_chip * spec.slice.chips() * spec.slices;
-        } else if (!t.has("global_batch") && !t.has("per_chip_batch")) {
-            t.error("global_batch", "missing required key (or give per_chip_batch)");
-        }
+        read_batch(t, spec);
         bool text = model_ok && !spec.model.is_vit();
         spec.training.seq_len =
             static_cast<int>(t.integer(training_key("training.seq_len"), text).value_or(0));
@@ -174,18 +195,29 @@ RunSpec parse_run(const YAML::Node& root, const std::string& file, const fs::pat
         spec.calibration = parse_calibration(r.raw("calibration"), file, r.path_of("calibration"), base_dir,
                                              spec.calibration, d);
     }
-    if (r.has("whole_run") && model_ok && training_ok)
-        spec.whole_run = detail::parse_whole_run(r.raw("whole_run"), file, r.path_of("whole_run"), spec, d);
-
+    if (model_ok && training_ok) read_whole_run(r, file, spec, d);
     // Semantic checks need every part to be valid first.
-    if (semantic_checks && model_ok && topology_ok && mesh_ok && training_ok) {
-        for (const auto& e : parallel::sharding_errors(spec.model, spec.training, spec.topology, spec.slice,
-                                                       spec.slices, spec.mesh)) {
-            std::string top = e.key_path.substr(0, e.key_path.find('.'));
-            std::string full = path.empty() ? e.key_path : path + "." + e.key_path;
-            d.error(r.location(top), full, e.message);
-        }
-    }
+    if (semantic_checks && model_ok && topology_ok && mesh_ok && training_ok)
+        check_sharding(r, path, spec, d);
+    return spec;
+}
+
+RunSpec reparse_batch(const YAML::Node& root, const std::string& file, const fs::path& base_dir,
+                      const RunSpec& parsed, Diagnostics& d, LoadCache* cache) {
+    const YAML::Node& const_root = root;
+    if (!root.IsMap() || !const_root["training"].IsMap())
+        return parse_run(root, file, base_dir, "", d, cache);
+    const std::string path;
+    RunSpec spec = parsed;
+    spec.source = file;
+    MapReader r(root, file, path, d, run_keys_under(""));
+    spec.name = r.string("name", false).value_or(fs::path(file).stem().string());
+    std::size_t errors_before_training = d.size();
+    MapReader t(r.raw("training"), file, r.path_of("training"), d, run_keys_under("training"));
+    read_batch(t, spec);
+    if (!t.ok() || d.size() != errors_before_training) return spec;
+    read_whole_run(r, file, spec, d);
+    check_sharding(r, path, spec, d);
     return spec;
 }
 

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "config/load.hpp"
+#include "config/overrides.hpp"
 #include "config/parse.hpp"
 #include "config/run_keys.hpp"
 #include "config/run_paths.hpp"
@@ -52,6 +53,7 @@ struct SweepPlan::Impl {
     // of the base would be (reuses_tree): a copy per instance was a third of building it.
     bool reuses_tree = false;
     mutable YAML::Node tree;
+    mutable std::vector<std::size_t> tree_choice;  // each axis's value in `tree`; empty before the first
 };
 
 namespace {
@@ -313,9 +315,7 @@ SweepPlan SweepPlan::load_tree(const YAML::Node& root, const std::string& path, 
     return SweepPlan(std::move(impl));
 }
 
-SweepPlan::Instance SweepPlan::make(std::size_t index, bool with_run_yaml) const {
-    Instance instance;
-    YAML::Node tree = impl_->reuses_tree ? impl_->tree : YAML::Clone(impl_->base);
+std::vector<std::size_t> SweepPlan::choices(std::size_t index) const {
     std::size_t rest = index;
     // Row-major: the first axis varies slowest, like nested loops in file order.
     std::vector<std::size_t> choice(impl_->axes.size());
@@ -323,17 +323,47 @@ SweepPlan::Instance SweepPlan::make(std::size_t index, bool with_run_yaml) const
         choice[a] = rest % impl_->axes[a].values.size();
         rest /= impl_->axes[a].values.size();
     }
+    return choice;
+}
+
+SweepPlan::Instance SweepPlan::make(std::size_t index, bool with_run_yaml) const {
+    return make_instance(index, with_run_yaml, nullptr);
+}
+
+SweepPlan::Instance SweepPlan::make_beside(std::size_t index, std::size_t neighbour_index,
+                                           const Instance& neighbour) const {
+    if (!neighbour.ok) return make_instance(index, false, nullptr);
+    const auto choice = choices(index), neighbour_choice = choices(neighbour_index);
+    for (std::size_t a = 0; a < impl_->axes.size(); ++a) {
+        if (choice[a] == neighbour_choice[a]) continue;
+        for (const auto& path : impl_->axes[a].paths)
+            if (!sets_batch(path)) return make_instance(index, false, nullptr);
+    }
+    return make_instance(index, false, &neighbour.spec);
+}
+
+SweepPlan::Instance SweepPlan::make_instance(std::size_t index, bool with_run_yaml,
+                                             const RunSpec* batch_neighbour) const {
+    Instance instance;
+    YAML::Node tree = impl_->reuses_tree ? impl_->tree : YAML::Clone(impl_->base);
+    const auto choice = choices(index);
+    // The shared tree holds the values of the instance made before (tree_choice): an axis whose
+    // value has not changed is set already.
+    std::vector<std::size_t> tree_choice;
+    if (impl_->reuses_tree) tree_choice.swap(impl_->tree_choice);
     for (std::size_t a = 0; a < impl_->axes.size(); ++a) {
         const Axis& axis = impl_->axes[a];
+        const bool set = tree_choice.empty() || tree_choice[a] != choice[a];
         for (std::size_t p = 0; p < axis.paths.size(); ++p) {
-            const YAML::Node& value = axis.values[choice[a]][p];
-            detail::set_path(tree, axis.paths[p], value, impl_->reuses_tree);
+            if (set) detail::set_path(tree, axis.paths[p], axis.values[choice[a]][p], impl_->reuses_tree);
             instance.values.push_back(axis.shown[choice[a]][p]);
         }
     }
     tree["name"] = fmt::format("{}[{}]", impl_->name, index);
-    // Paths in the written config must not depend on where it is written.
+    // Paths in the written config must not depend on where it is written. (The shared tree keeps
+    // them: its axes set no paths there, reusable_tree.)
     for (const char* key : {"model", "topology", "calibration"}) {
+        if (impl_->reuses_tree && !tree_choice.empty()) break;
         const YAML::Node& const_tree = tree;
         YAML::Node ref = const_tree[key];
         if (!ref.IsDefined() || !ref.IsScalar()) continue;
@@ -343,6 +373,7 @@ SweepPlan::Instance SweepPlan::make(std::size_t index, bool with_run_yaml) const
             tree[key] = fs::weakly_canonical(impl_->base_dir / value).string();
         }
     }
+    if (impl_->reuses_tree) impl_->tree_choice = choice;
     if (with_run_yaml) {
         YAML::Emitter out;
         out << tree;
@@ -351,7 +382,9 @@ SweepPlan::Instance SweepPlan::make(std::size_t index, bool with_run_yaml) const
     core::Diagnostics d;
     std::string file = fmt::format("{}[{}]", impl_->file, index);
     try {
-        instance.spec = parse_run_node(tree, file, impl_->base_dir, d, impl_->cache.get());
+        instance.spec = batch_neighbour ? reparse_batch(tree, file, impl_->base_dir, *batch_neighbour, d,
+                                                        impl_->cache.get())
+                                        : parse_run_node(tree, file, impl_->base_dir, d, impl_->cache.get());
     } catch (const core::UserError& e) {
         d.append(e.diagnostics());
     }

@@ -49,6 +49,10 @@ class SweepPlan {
         std::string run_yaml;             // the full run config of this instance, when asked for
     };
     Instance make(std::size_t index, bool with_run_yaml = false) const;
+    // make(index) when the instance differs from `neighbour` (made from `neighbour_index`) only in
+    // axes that set the batch: the neighbour's spec is then copied and only the batch and the checks
+    // that involve it are read again (config::reparse_batch), a fraction of a whole parse.
+    Instance make_beside(std::size_t index, std::size_t neighbour_index, const Instance& neighbour) const;
 
     struct Expression {
         std::string text;
@@ -62,6 +66,8 @@ class SweepPlan {
   private:
     struct Impl;
     explicit SweepPlan(std::unique_ptr<Impl> impl);
+    std::vector<std::size_t> choices(std::size_t index) const;  // each axis's value index
+    Instance make_instance(std::size_t index, bool with_run_yaml, const RunSpec* batch_neighbour) const;
     static SweepPlan load_tree(const YAML::Node& root, const std::string& file,
                                const std::filesystem::path& dir);
     std::unique_ptr<Impl> impl_;

@@ -113,9 +113,10 @@ MapReader::MapReader(YAML::Node node, std::string file, std::string path, core::
     constexpr std::size_t kLinearKeys = 32;
     std::unordered_set<std::string> seen;
     std::string known_keys;  // the hint for a key with no close match, made once
-    for (auto it = node_.begin(); it != node_.end(); ++it) {
-        // A copy: the iterator yields a temporary pair, and a reference into it would dangle.
-        YAML::Node key = it->first;
+    entries_.reserve(node_.size());
+    // Each dereference of a yaml-cpp iterator builds three nodes: one per key, and `end()` once.
+    for (const auto& item : node_) {
+        const YAML::Node& key = item.first;
         if (!key.IsScalar()) {
             diagnostics_.error(location_of(key, file_), path_, "keys must be plain names");
             continue;
@@ -134,7 +135,7 @@ MapReader::MapReader(YAML::Node node, std::string file, std::string path, core::
                                "key given twice (YAML keeps only one of them)");
             continue;
         }
-        entries_.emplace_back(name, it->second);
+        entries_.emplace_back(name, item.second);
         if (std::find(allowed_keys.begin(), allowed_keys.end(), name) != allowed_keys.end()) continue;
         std::string message = fmt::format("unknown key '{}'", name);
         if (auto hint = core::closest_match(name, allowed_keys)) {

@@ -281,7 +281,12 @@ SweepSummary run_sweep(const config::SweepPlan& plan, const SweepOptions& option
             const std::size_t id = order.peek().group;
             do {
                 const std::size_t position = order.pop().position;
-                group.push_back({position, id, plan.make(todo[position])});
+                // A group's configs differ only in the batch: the first is parsed, the rest follow it.
+                group.push_back({position, id,
+                                 group.empty()
+                                     ? plan.make(todo[position])
+                                     : plan.make_beside(todo[position], todo[group.front().position],
+                                                        group.front().instance)});
                 ++produced;
             } while (!order.done() && order.peek().group == id);
             {

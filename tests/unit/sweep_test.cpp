@@ -95,6 +95,79 @@ TEST_CASE("an instance is the same whatever instances were built before it") {
     }
 }
 
+TEST_CASE("an instance made beside one that differs only in the batch equals one made alone") {
+    // make_beside copies the neighbour's spec and reads only the batch again, with the checks that
+    // involve it: sharding (global batch 6 does not shard over 4 chips of FSDP) and whole_run
+    // (last_batch must be smaller than the batch). Every pair of instances is tried: those that
+    // differ in other axes, or whose neighbour was skipped, are made whole.
+    fs::path dir = test::fresh_dir("beside");
+    fs::create_directories(dir);
+    std::ofstream(dir / "mesh.yaml")
+        << "schema: podsim.sweep/v1\nbase: " << test::source_path("configs/default.yaml")
+        << "\naxes:\n  slice: [2x1x1, 2x2x1]\n"
+           "  mesh: [{fsdp: auto}, {data: 2, fsdp: auto}]\n"
+           "  training.global_batch: [2, 4, 6, 8]\n  training.remat: [none, full]\n";
+    std::ofstream(dir / "per_chip.yaml")
+        << "schema: podsim.sweep/v1\nbase: " << test::source_path("configs/default.yaml")
+        << "\naxes:\n  training.per_chip_batch: [1, 3]\n  slice: [2x1x1, 2x2x1]\n"
+           "  training.microbatches: [1, 2]\n";
+    std::ofstream(dir / "qnli.yaml")
+        << "schema: podsim.run/v1\nmodel: unit-text-standin\ntopology: tpu-v3\n"
+           "slice: 1x1\nmesh: {data: 1}\ntraining: {global_batch: 8, seq_len: 128}\n"
+           "whole_run: {train_steps: 10, last_batch: 5}\n";
+    std::ofstream(dir / "run.yaml")
+        << "schema: podsim.sweep/v1\nbase: qnli.yaml\naxes:\n"
+           "  training.global_batch: [4, 8, 16]\n  training.optimizer: [adamw, sgd]\n";
+    std::size_t skipped = 0, compared = 0;
+    for (const char* name : {"mesh.yaml", "per_chip.yaml", "run.yaml"}) {
+        const std::string file = (dir / name).string();
+        auto plan = config::SweepPlan::load(file);
+        std::vector<config::SweepPlan::Instance> alone;
+        for (std::size_t i = 0; i < plan.size(); ++i) {
+            alone.push_back(config::SweepPlan::load(file).make(i));
+            skipped += alone.back().ok ? 0 : 1;
+        }
+        for (std::size_t j = 0; j < plan.size(); ++j) {
+            const auto neighbour = plan.make(j);
+            for (std::size_t i = 0; i < plan.size(); ++i) {
+                CAPTURE(name);
+                CAPTURE(i);
+                CAPTURE(j);
+                const auto beside = plan.make_beside(i, j, neighbour);
+                CHECK(beside.ok == alone[i].ok);
+                CHECK(beside.spec == alone[i].spec);
+                CHECK(beside.skip_reason == alone[i].skip_reason);
+                CHECK(beside.values == alone[i].values);
+                ++compared;
+            }
+        }
+    }
+    CHECK(compared == 32 * 32 + 8 * 8 + 6 * 6);
+    CHECK(skipped > 0);
+}
+
+TEST_CASE("a relative model path in the base is written absolute into every instance") {
+    // The plan reuses one tree for these axes and rewrites the path only in the first instance it
+    // makes: every later one must still carry it, whatever the order.
+    fs::path dir = test::fresh_dir("relative");
+    fs::create_directories(dir / "sub");
+    fs::copy_file(test::source_path("models/gpt2-small.yaml"), dir / "sub" / "m.yaml");
+    std::ofstream(dir / "base.yaml")
+        << "schema: podsim.run/v1\nmodel: sub/m.yaml\ntopology: tpu-v4\n"
+           "slice: 2x2x1\nmesh: {fsdp: auto}\ntraining: {global_batch: 8, seq_len: 1024}\n";
+    std::ofstream(dir / "s.yaml") << "schema: podsim.sweep/v1\nbase: base.yaml\naxes:\n"
+                                     "  slice: [2x2x1, 2x2x2]\n  training.global_batch: [8, 16]\n";
+    auto plan = config::SweepPlan::load((dir / "s.yaml").string());
+    const std::string absolute = fs::weakly_canonical(dir / "sub" / "m.yaml").string();
+    for (std::size_t i : {0, 1, 3, 2, 0}) {
+        CAPTURE(i);
+        auto instance = plan.make(i, true);
+        CHECK(instance.ok);
+        CHECK(instance.run_yaml.find("model: " + absolute) != std::string::npos);
+        CHECK(instance.spec.model.name == "gpt2-small");
+    }
+}
+
 TEST_CASE("invalid combinations are skipped with their reason, not fatal") {
     auto plan = config::SweepPlan::load(test::source_path("tests/data/sweeps/skips.yaml"));
     auto summary = sweep::run_sweep(plan, quiet(test::fresh_dir("skips"), 1));
