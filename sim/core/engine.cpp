@@ -38,12 +38,16 @@ Time Engine::run() {
 }
 
 std::vector<Engine::Pending> Engine::pending() const {
-    std::vector<Event> sorted = queue_;
-    std::sort(sorted.begin(), sorted.end(), [](const Event& a, const Event& b) { return Later{}(b, a); });
     std::vector<Pending> out;
-    out.reserve(sorted.size());
-    for (const Event& e : sorted) out.push_back(Pending{e.when, e.handler, e.tag});
+    pending(out);
     return out;
+}
+
+void Engine::pending(std::vector<Pending>& out) const {
+    sorted_.assign(queue_.begin(), queue_.end());
+    std::sort(sorted_.begin(), sorted_.end(), [](const Event& a, const Event& b) { return Later{}(b, a); });
+    out.clear();
+    for (const Event& e : sorted_) out.push_back(Pending{e.when, e.handler, e.tag});
 }
 
 void Engine::jump(Time delta, const std::function<std::uint64_t(const EventHandler&, std::uint64_t)>& retag) {

@@ -37,6 +37,7 @@ class Engine {
     };
     // The events still to run, in the order they will run.
     std::vector<Pending> pending() const;
+    void pending(std::vector<Pending>& out) const;  // the same into `out`, reusing its storage
     // Moves the clock and every pending event `delta` later and gives each event the tag
     // `retag(handler, tag)`; the order of the events does not change. For a model that knows the
     // next `delta` would only repeat what it has already seen (a periodic steady state).
@@ -56,7 +57,8 @@ class Engine {
             return a.sequence > b.sequence;
         }
     };
-    std::vector<Event> queue_;  // a binary heap under Later
+    std::vector<Event> queue_;           // a binary heap under Later
+    mutable std::vector<Event> sorted_;  // pending()'s scratch
     Time now_ = 0;
     std::uint64_t next_sequence_ = 0;
     std::uint64_t events_processed_ = 0;

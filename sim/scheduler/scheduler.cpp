@@ -323,13 +323,13 @@ class ProgramRun final : public core::EventHandler, public network::TransferList
             WatchState& w = watches_[static_cast<std::size_t>(watch_of_boundary_[op])];
             const std::size_t k = op == w.region.first_op ? 0 : 1;
             if (k == 1 && !w.first_valid) continue;
-            Snapshot state;
+            Snapshot& state = scratch_;
             std::size_t horizon = 0;
             const bool described = describe(w.region, k, state, horizon);
             const std::uint64_t events = engine_.events_processed() + replayed_events_ + jumped_events_;
             if (k == 0) {
                 w.first_valid = described;
-                w.first = std::move(state);
+                std::swap(w.first, state);  // the old one's storage serves the next snapshot
                 w.time = engine_.now();
                 w.events = events;
             } else if (described && w.first_valid && state == w.first) {
@@ -394,7 +394,8 @@ class ProgramRun final : public core::EventHandler, public network::TransferList
             if (inside(region, started)) last_started = std::max(last_started, started);
         }
         out.events.clear();
-        for (const auto& e : engine_.pending()) {
+        engine_.pending(pending_events_);
+        for (const auto& e : pending_events_) {
             out.events.push_back(e.when - now);
             if (e.handler == this) {
                 const auto op = static_cast<std::size_t>(e.tag);
@@ -411,7 +412,12 @@ class ProgramRun final : public core::EventHandler, public network::TransferList
         }
         out.networks.resize(networks_.size());
         for (std::size_t net = 0; net < networks_.size(); ++net) {
-            if (!networks_[net]) continue;
+            if (!networks_[net]) {
+                out.networks[net].transfers.clear();
+                out.networks[net].active.clear();
+                out.networks[net].since_update = 0;
+                continue;
+            }
             // An idle network's snapshot is empty, as that of one not made yet: nothing it keeps
             // changes a time (its stale completion checks, if any, are among the pending events).
             networks_[net]->snapshot(now, base, out.networks[net]);
@@ -434,7 +440,7 @@ class ProgramRun final : public core::EventHandler, public network::TransferList
     void at_boundary(RegionState& state, std::size_t k) {
         const PeriodicRegion& region = state.region;
         Boundary& slot = state.recent[k % kMaxPeriodBlocks];
-        Snapshot now_state;
+        Snapshot& now_state = scratch_;
         std::size_t horizon = 0;
         if (!describe(region, k, now_state, horizon)) {
             slot.block = k;
@@ -465,7 +471,7 @@ class ProgramRun final : public core::EventHandler, public network::TransferList
         }
         slot.block = k;
         slot.valid = true;
-        slot.state = std::move(now_state);
+        std::swap(slot.state, now_state);  // the old one's storage serves the next snapshot
         slot.matched_blocks = matched;
         slot.time = engine_.now();
         slot.events = engine_.events_processed() + replayed_events_;
@@ -572,7 +578,9 @@ class ProgramRun final : public core::EventHandler, public network::TransferList
     std::vector<std::size_t> due_watches_;  // watched boundary ops started by the event being handled
     bool watch_repeated_ = false;
     bool logging_ = false;
-    std::vector<int> started_, ended_;  // ops in the order they started / ended
+    std::vector<int> started_, ended_;                   // ops in the order they started / ended
+    Snapshot scratch_;                                   // the snapshot being taken
+    std::vector<core::Engine::Pending> pending_events_;  // describe()'s scratch
 };
 
 }  // namespace

@@ -63,10 +63,11 @@ constexpr double kExactIntegers = 9007199254740992.0;  // 2^53
 // Reals with 9 significant digits, except that from 1e9 up, where that would switch to an exponent,
 // the value is rounded to a whole number (finer than those 9 digits kept): a spreadsheet or pandas
 // reads 10763207680, not 1.07632077e+10. Below 2^53 that is exact.
-std::string real_text(double v) {
+void append_real(std::string& line, double v) {
     if (std::isfinite(v) && std::fabs(v) < kExactIntegers && (v == std::floor(v) || std::fabs(v) >= 1e9))
-        return fmt::format("{}", std::llround(v));
-    return fmt::format("{:.9g}", v);
+        fmt::format_to(std::back_inserter(line), "{}", std::llround(v));
+    else
+        fmt::format_to(std::back_inserter(line), "{:.9g}", v);
 }
 
 // A cell of results.csv; empty when the value is unknown.
@@ -87,7 +88,7 @@ void append_cell(std::string& line, const report::ReportField& field, double num
             }
             [[fallthrough]];
         default:
-            if (!std::isnan(number)) line += real_text(number);
+            if (!std::isnan(number)) append_real(line, number);
     }
 }
 
@@ -120,7 +121,10 @@ std::string csv_header(const std::vector<std::string>& params) {
 }
 
 std::string csv_row(const Row& r) {
-    std::string line = fmt::format("{},{},{}", r.index, r.ok ? "ok" : "skipped", core::csv_field(r.reason));
+    std::string line;
+    line.reserve(512);
+    fmt::format_to(std::back_inserter(line), "{},{},{}", r.index, r.ok ? "ok" : "skipped",
+                   core::csv_field(r.reason));
     for (const auto& v : r.values) line += "," + core::csv_field(v);
     const auto fields = report::sweep_fields();
     if (!r.ok) return line + std::string(fields.size() + 1, ',') + "\n";
