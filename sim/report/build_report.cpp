@@ -14,16 +14,18 @@ using Interval = std::pair<core::Time, core::Time>;
 std::vector<Interval> merged(std::vector<Interval> v) {
     // Compute ops run one at a time in program order: their intervals come sorted.
     if (!std::is_sorted(v.begin(), v.end())) std::sort(v.begin(), v.end());
-    std::vector<Interval> out;
-    for (const auto& iv : v) {
+    std::size_t kept = 0;  // in place: the merged list is never longer than what was read of v
+    for (std::size_t i = 0; i < v.size(); ++i) {
+        const Interval iv = v[i];
         if (iv.second <= iv.first) continue;
-        if (!out.empty() && iv.first <= out.back().second) {
-            out.back().second = std::max(out.back().second, iv.second);
+        if (kept > 0 && iv.first <= v[kept - 1].second) {
+            v[kept - 1].second = std::max(v[kept - 1].second, iv.second);
         } else {
-            out.push_back(iv);
+            v[kept++] = iv;
         }
     }
-    return out;
+    v.resize(kept);
+    return v;
 }
 
 core::Time length(const std::vector<Interval>& v) {
@@ -226,9 +228,9 @@ RunReport build_report(const ReportInput& in) {
     r.optimizer_s = core::to_seconds(phase_time[static_cast<std::size_t>(workload::Phase::optimizer)]);
     for (std::size_t c = 0; c < kCategories; ++c) stats[c].time_s = core::to_seconds(category_time[c]);
     for (std::size_t c = 0; c < shapes.size(); ++c) shapes[c].time_s = core::to_seconds(shape_time[c]);
-    compute = merged(compute);
-    comm = merged(comm);
-    host = merged(host);
+    compute = merged(std::move(compute));
+    comm = merged(std::move(comm));
+    host = merged(std::move(host));
     core::Time compute_t = length(compute);
     core::Time comm_t = length(comm);
     core::Time comm_hidden = overlap(comm, compute);
