@@ -7,6 +7,7 @@
 #include <fstream>
 #include <iterator>
 
+#include <fmt/compile.h>
 #include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
@@ -65,9 +66,9 @@ constexpr double kExactIntegers = 9007199254740992.0;  // 2^53
 // reads 10763207680, not 1.07632077e+10. Below 2^53 that is exact.
 void append_real(std::string& line, double v) {
     if (std::isfinite(v) && std::fabs(v) < kExactIntegers && (v == std::floor(v) || std::fabs(v) >= 1e9))
-        fmt::format_to(std::back_inserter(line), "{}", std::llround(v));
+        fmt::format_to(std::back_inserter(line), FMT_COMPILE("{}"), std::llround(v));
     else
-        fmt::format_to(std::back_inserter(line), "{:.9g}", v);
+        fmt::format_to(std::back_inserter(line), FMT_COMPILE("{:.9g}"), v);
 }
 
 // A cell of results.csv; empty when the value is unknown.
@@ -83,7 +84,7 @@ void append_cell(std::string& line, const report::ReportField& field, double num
             return;
         case report::FieldType::integer:
             if (std::isfinite(number) && std::fabs(number) < kExactIntegers) {
-                fmt::format_to(std::back_inserter(line), "{}", std::llround(number));
+                fmt::format_to(std::back_inserter(line), FMT_COMPILE("{}"), std::llround(number));
                 return;
             }
             [[fallthrough]];
@@ -123,7 +124,7 @@ std::string csv_header(const std::vector<std::string>& params) {
 std::string csv_row(const Row& r) {
     std::string line;
     line.reserve(512);
-    fmt::format_to(std::back_inserter(line), "{},{},{}", r.index, r.ok ? "ok" : "skipped",
+    fmt::format_to(std::back_inserter(line), FMT_COMPILE("{},{},{}"), r.index, r.ok ? "ok" : "skipped",
                    core::csv_field(r.reason));
     for (const auto& v : r.values) line += "," + core::csv_field(v);
     const auto fields = report::sweep_fields();
@@ -209,7 +210,7 @@ void append_json_number(std::string& out, report::FieldType type, double v) {
     if (value.is_boolean()) {
         out += value.get<bool>() ? "true" : "false";
     } else if (value.is_number_integer()) {
-        fmt::format_to(std::back_inserter(out), "{}", value.get<long long>());
+        fmt::format_to(std::back_inserter(out), FMT_COMPILE("{}"), value.get<long long>());
     } else if (value.is_number_float() && std::isfinite(value.get<double>())) {
         std::array<char, 64> buffer{};
         char* end =
@@ -242,7 +243,8 @@ std::string JsonlWriter::row(const Row& r) {
     }
     std::string out;
     out.reserve(1024);
-    fmt::format_to(std::back_inserter(out), "{{\"index\":{},\"status\":\"ok\",\"parameters\":{{", r.index);
+    fmt::format_to(std::back_inserter(out), FMT_COMPILE("{{\"index\":{},\"status\":\"ok\",\"parameters\":{{"),
+                   r.index);
     static const std::string kNone;
     // The parameters by position in the object (as the object's values were assigned before).
     for (std::size_t p = 0; p < parameter_keys_.size(); ++p) {
