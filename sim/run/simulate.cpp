@@ -214,13 +214,13 @@ bool foldable(const RunSpec& spec, const SimulateOptions& options, int layers_cu
 }  // namespace
 
 Simulation simulate(const RunSpec& spec, SimulationCache& cache, SimulateOptions options) {
-    auto mapping = network::map_mesh_axes(spec.topology, spec.slice, spec.mesh);
-    if (auto* error = std::get_if<std::string>(&mapping)) {
+    const auto& mapping = cache.mesh_axes(spec.topology, spec.slice, spec.mesh);
+    if (const auto* error = std::get_if<std::string>(&mapping)) {
         core::Diagnostics d;
         d.error({spec.source, 0, 0}, "mesh", *error);
         throw core::UserError(d);
     }
-    auto axes = std::get<std::vector<network::AxisMapping>>(std::move(mapping));
+    const auto& axes = std::get<std::vector<network::AxisMapping>>(mapping);
     // XLA's latency-hiding scheduler keeps the live bytes under a memory limit (SchedulerConfig::
     // memory_limit in xla/service/latency_hiding_scheduler.h): when prefetching the next groups'
     // gathered weights would not fit in HBM, it issues the all-gathers later. podsim lowers the

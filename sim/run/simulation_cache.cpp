@@ -1,5 +1,8 @@
 #include "run/simulation_cache.hpp"
 
+#include <algorithm>
+#include <tuple>
+
 #include "core/assert.hpp"
 #include "workload/lower.hpp"
 
@@ -32,6 +35,44 @@ LoweredStep SimulationCache::lowered(const workload::ModelSpec& model,
     step.names = std::make_shared<parallel::ProgramNames>(*step.graph);
     lowered_.emplace(std::move(key), step);
     return step;
+}
+
+namespace {
+
+// Field by field, the placement last (lexicographically, part by part).
+template <class A, class B>
+bool plan_less(const A& a, const B& b) {
+    const auto head = [](const auto& k) {
+        return std::tie(k.torus, k.kind, k.bytes, k.hop_latency, k.launch_overhead, k.link_efficiency,
+                        k.link_bytes);
+    };
+    if (head(a) != head(b)) return head(a) < head(b);
+    return std::lexicographical_compare(a.parts.begin(), a.parts.end(), b.parts.begin(), b.parts.end(),
+                                        [](const network::AxisDimPart& x, const network::AxisDimPart& y) {
+                                            return std::tie(x.dim, x.size, x.stride, x.wraps) <
+                                                   std::tie(y.dim, y.size, y.stride, y.wraps);
+                                        });
+}
+
+}  // namespace
+
+bool SimulationCache::PlanOrder::operator()(const PlanKey& a, const PlanKey& b) const {
+    return plan_less(a, b);
+}
+bool SimulationCache::PlanOrder::operator()(const PlanKey& a, const PlanQuery& b) const {
+    return plan_less(a, b);
+}
+bool SimulationCache::PlanOrder::operator()(const PlanQuery& a, const PlanKey& b) const {
+    return plan_less(a, b);
+}
+
+const SimulationCache::MeshAxes& SimulationCache::mesh_axes(const hardware::TopologySpec& topology,
+                                                            const hardware::SliceShape& slice,
+                                                            const network::MeshSpec& mesh) {
+    if (!mesh_axes_ || !(mesh_axes_->slice == slice) || !(mesh_axes_->mesh == mesh) ||
+        !(mesh_axes_->topology == topology))
+        mesh_axes_ = MeshAxesEntry{topology, slice, mesh, network::map_mesh_axes(topology, slice, mesh)};
+    return mesh_axes_->axes;
 }
 
 PartitionedStep SimulationCache::partition(const parallel::PartitionInput& input,
@@ -114,11 +155,9 @@ std::shared_ptr<const CachedPlan> SimulationCache::plan(const std::shared_ptr<co
                                                         const std::vector<network::AxisDimPart>& parts,
                                                         double hop_latency, double launch_overhead,
                                                         double link_efficiency, bool link_bytes) {
-    std::vector<std::tuple<int, int, int, bool>> placement;
-    for (const auto& p : parts) placement.emplace_back(p.dim, p.size, p.stride, p.wraps);
-    PlanKey key{torus.get(), static_cast<int>(kind), bytes,           std::move(placement),
-                hop_latency, launch_overhead,        link_efficiency, link_bytes};
-    auto it = plans_.find(key);
+    const PlanQuery query{torus.get(),     static_cast<int>(kind), bytes,      hop_latency,
+                          launch_overhead, link_efficiency,        link_bytes, parts};
+    auto it = plans_.find(query);
     if (it != plans_.end()) return it->second;
     if (plans_.size() >= kMaxPlans || path_ids_.size() >= kMaxPaths) {
         plans_.clear();
@@ -137,7 +176,9 @@ std::shared_ptr<const CachedPlan> SimulationCache::plan(const std::shared_ptr<co
     const std::vector<double>& bandwidth = link_bandwidth(torus, link_efficiency);
     entry->alone = scheduler::run_alone(entry->plan.phases, bandwidth, scratch(bandwidth.size()), link_bytes);
     std::shared_ptr<const CachedPlan> shared = std::move(entry);
-    plans_.emplace(std::move(key), shared);
+    plans_.emplace(PlanKey{torus.get(), static_cast<int>(kind), bytes, hop_latency, launch_overhead,
+                           link_efficiency, link_bytes, parts},
+                   shared);
     return shared;
 }
 

@@ -4,13 +4,16 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <tuple>
+#include <variant>
 #include <vector>
 
 #include "collectives/comm_plan.hpp"
 #include "hardware/slice_shape.hpp"
 #include "hardware/topology_spec.hpp"
+#include "network/axis_mapping.hpp"
 #include "network/flow_network.hpp"
 #include "network/mesh_spec.hpp"
 #include "network/torus.hpp"
@@ -54,6 +57,11 @@ struct LoweredStep {
 class SimulationCache {
   public:
     LoweredStep lowered(const workload::ModelSpec& model, const workload::TrainingSpec& training);
+    // network::map_mesh_axes, kept for the last (topology, slice, mesh): a sweep's configs come in
+    // runs that differ only in the batch.
+    using MeshAxes = std::variant<std::vector<network::AxisMapping>, std::string>;
+    const MeshAxes& mesh_axes(const hardware::TopologySpec& topology, const hardware::SliceShape& slice,
+                              const network::MeshSpec& mesh);
     std::shared_ptr<const network::Torus> torus(const hardware::TopologySpec& topology,
                                                 const hardware::SliceShape& slice, bool twisted);
     // The torus links' bandwidths at `link_efficiency` (network::effective_link_bandwidth).
@@ -81,11 +89,36 @@ class SimulationCache {
         bool twisted = false;
         std::shared_ptr<const network::Torus> torus;
     };
-    // The last member: whether the run alone counted each link's bytes.
-    using PlanKey = std::tuple<const network::Torus*, int, double,
-                               std::vector<std::tuple<int, int, int, bool>>, double, double, double, bool>;
+    struct PlanKey {
+        const network::Torus* torus = nullptr;
+        int kind = 0;
+        double bytes = 0.0, hop_latency = 0.0, launch_overhead = 0.0, link_efficiency = 0.0;
+        bool link_bytes = true;  // whether the run alone counted each link's bytes
+        std::vector<network::AxisDimPart> parts;
+    };
+    // A key with the placement by reference: a lookup copies nothing.
+    struct PlanQuery {
+        const network::Torus* torus = nullptr;
+        int kind = 0;
+        double bytes = 0.0, hop_latency = 0.0, launch_overhead = 0.0, link_efficiency = 0.0;
+        bool link_bytes = true;
+        const std::vector<network::AxisDimPart>& parts;
+    };
+    struct PlanOrder {
+        using is_transparent = void;
+        bool operator()(const PlanKey& a, const PlanKey& b) const;
+        bool operator()(const PlanKey& a, const PlanQuery& b) const;
+        bool operator()(const PlanQuery& a, const PlanKey& b) const;
+    };
 
     std::map<std::string, LoweredStep> lowered_;
+    struct MeshAxesEntry {
+        hardware::TopologySpec topology;
+        hardware::SliceShape slice;
+        network::MeshSpec mesh;
+        MeshAxes axes;
+    };
+    std::optional<MeshAxesEntry> mesh_axes_;
     struct PartitionEntry {
         std::shared_ptr<const workload::OpGraph> graph;  // keeps the address compared alive
         workload::TrainingSpec training;                 // with global_batch 0
@@ -102,7 +135,7 @@ class SimulationCache {
     std::vector<PartitionEntry> partitions_;
     std::size_t next_partition_ = 0;
     std::vector<TorusEntry> tori_;
-    std::map<PlanKey, std::shared_ptr<const CachedPlan>> plans_;
+    std::map<PlanKey, std::shared_ptr<const CachedPlan>, PlanOrder> plans_;
     // An id per distinct path (link ids) of the plans' flows (network::Flow::path_id), from 1.
     std::map<std::vector<int>, std::uint32_t> path_ids_;
     struct BandwidthEntry {

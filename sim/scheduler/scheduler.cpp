@@ -587,10 +587,14 @@ class ProgramRun final : public core::EventHandler, public network::TransferList
 
 ContentionClasses contention_classes(const parallel::DeviceProgram& program,
                                      const std::vector<const collectives::CommPlan*>& plan_of_op) {
-    // Links of each comm axis, over all its plans.
+    // Links of each comm axis, over all its plans: a bitset per axis, one row of `words` each.
     const std::size_t axes = program.comm_axes.size();
-    std::vector<std::vector<int>> links(axes);
-    std::vector<std::vector<const collectives::CommPlan*>> seen(axes);
+    int max_link = -1;
+    for (const collectives::CommPlan* plan : plan_of_op)
+        if (plan != nullptr && !plan->links.empty()) max_link = std::max(max_link, plan->links.back());
+    const std::size_t words = static_cast<std::size_t>(max_link + 64) / 64;
+    std::vector<std::uint64_t> links(axes * words, 0);
+    std::vector<const collectives::CommPlan*> last_plan(axes, nullptr);
     std::vector<int> resource_of_axis(axes, -1);
     std::vector<bool> one_resource(axes, true);
     for (std::size_t i = 0; i < program.ops.size(); ++i) {
@@ -600,14 +604,16 @@ ContentionClasses contention_classes(const parallel::DeviceProgram& program,
         const int resource = program.ops[i].resource;
         if (resource_of_axis[a] < 0) resource_of_axis[a] = resource;
         one_resource[a] = one_resource[a] && resource_of_axis[a] == resource;
-        if (std::find(seen[a].begin(), seen[a].end(), plan) != seen[a].end()) continue;
-        seen[a].push_back(plan);
-        // The union of the axis's plans' sorted link sets (an axis has one plan or a few).
-        std::vector<int> merged;
-        std::set_union(links[a].begin(), links[a].end(), plan->links.begin(), plan->links.end(),
-                       std::back_inserter(merged));
-        links[a] = std::move(merged);
+        if (last_plan[a] == plan) continue;  // set already (setting them again changes nothing)
+        last_plan[a] = plan;
+        for (int link : plan->links)
+            links[a * words + static_cast<std::size_t>(link) / 64] |= std::uint64_t{1} << (link % 64);
     }
+    auto share_a_link = [&](std::size_t a, std::size_t b) {
+        for (std::size_t w = 0; w < words; ++w)
+            if (links[a * words + w] & links[b * words + w]) return true;
+        return false;
+    };
     // Union of axes that share a link or a resource.
     std::vector<std::size_t> parent(axes);
     std::iota(parent.begin(), parent.end(), std::size_t{0});
@@ -615,14 +621,10 @@ ContentionClasses contention_classes(const parallel::DeviceProgram& program,
         while (parent[a] != a) a = parent[a] = parent[parent[a]];
         return a;
     };
-    std::vector<int> scratch;
     for (std::size_t a = 0; a < axes; ++a) {
         for (std::size_t b = a + 1; b < axes; ++b) {
             if (resource_of_axis[a] < 0 || resource_of_axis[b] < 0) continue;
-            scratch.clear();
-            std::set_intersection(links[a].begin(), links[a].end(), links[b].begin(), links[b].end(),
-                                  std::back_inserter(scratch));
-            if (!scratch.empty() || resource_of_axis[a] == resource_of_axis[b]) parent[root(a)] = root(b);
+            if (share_a_link(a, b) || resource_of_axis[a] == resource_of_axis[b]) parent[root(a)] = root(b);
         }
     }
     ContentionClasses classes;
