@@ -114,7 +114,8 @@ Simulation schedule_step(const RunSpec& spec, const parallel::RuntimeSpec& runti
                                        .reuse_rates = !options.exact,
                                        .watch = watch_microbatches ? microbatch_periods(sim.program)
                                                                    : std::vector<scheduler::PeriodicRegion>{},
-                                       .dependencies = dependencies});
+                                       .dependencies = dependencies,
+                                       .scratch = &cache.schedule_scratch()});
     } catch (const core::TimeOverflow& e) {
         core::Diagnostics d;
         d.error({spec.source, 0, 0}, "",

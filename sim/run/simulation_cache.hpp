@@ -67,6 +67,8 @@ class SimulationCache {
     // The torus links' bandwidths at `link_efficiency` (network::effective_link_bandwidth).
     const std::vector<double>& link_bandwidth(const std::shared_ptr<const network::Torus>& torus,
                                               double link_efficiency);
+    // The scheduler's storage, lent to one schedule() at a time.
+    scheduler::ScheduleScratch& schedule_scratch() { return schedule_scratch_; }
     // Working arrays of the max-min solver for at least `links` links, for one network at a time.
     network::FlowNetwork::Scratch& scratch(std::size_t links);
     // partition(input) of `graph` (input.graph): a copy of the program of an earlier config that
@@ -145,6 +147,7 @@ class SimulationCache {
     };
     std::deque<BandwidthEntry> bandwidths_;  // keyed by torus address, as plans_; stable references
     std::unique_ptr<network::FlowNetwork::Scratch> scratch_;
+    scheduler::ScheduleScratch schedule_scratch_;
 };
 
 }  // namespace podsim::run

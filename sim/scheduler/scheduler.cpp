@@ -117,6 +117,36 @@ Dependencies build_dependencies(const parallel::DeviceProgram& program, bool syn
     return deps;
 }
 
+// The scheduler's state at a region boundary, relative to the block (ProgramRun::describe).
+struct Snapshot {
+    std::vector<std::int64_t> heads;                // per resource: head op relative to the block, busy flag
+    std::vector<std::int64_t> events;               // pending events: time from now, handler, relative tag
+    std::vector<int> pending;                       // pending counts of the ops that can have changed
+    std::int64_t window_begin = 0, window_end = 0;  // of `pending`, relative to the block
+    std::vector<network::FlowNetwork::Snapshot> networks;
+    bool operator==(const Snapshot&) const = default;
+};
+
+// Spare snapshots kept: more than a step of the shipped sweeps takes.
+constexpr std::size_t kMaxSpareSnapshots = 64;
+
+}  // namespace
+
+struct ScheduleScratch::Storage {
+    std::vector<Snapshot> snapshots;  // spare ones, their vectors' capacity kept
+    std::vector<core::Time> durations;
+    std::vector<int> pending;
+    std::vector<std::vector<int>> queues;
+    std::vector<std::size_t> heads;
+    std::vector<int> region_of_boundary, watch_of_boundary, started, ended;
+    std::vector<core::Engine::Pending> pending_events;
+};
+
+ScheduleScratch::ScheduleScratch() : storage(std::make_unique<Storage>()) {}
+ScheduleScratch::~ScheduleScratch() = default;
+
+namespace {
+
 class ProgramRun final : public core::EventHandler, public network::TransferListener {
   public:
     ProgramRun(const parallel::DeviceProgram& program, const std::vector<cost::OpCost>& costs,
@@ -127,7 +157,9 @@ class ProgramRun final : public core::EventHandler, public network::TransferList
           reuse_rates_(options.reuse_rates),
           deps_(options.dependencies ? *options.dependencies
                                      : own_deps_.emplace(build_dependencies(program, synchronous))),
-          pending_(deps_.pending) {
+          storage_(options.scratch ? options.scratch->storage.get() : nullptr) {
+        if (storage_) borrow();
+        pending_.assign(deps_.pending.begin(), deps_.pending.end());
         if (network) {
             int count = 1;
             for (int c : network->network_of_op) count = std::max(count, c + 1);
@@ -137,6 +169,7 @@ class ProgramRun final : public core::EventHandler, public network::TransferList
         const std::size_t n = program.ops.size();
         durations_.resize(n);
         for (std::size_t i = 0; i < n; ++i) durations_[i] = core::from_seconds(costs[i].seconds);
+        for (auto& queue : queues_) queue.clear();
         queues_.resize(program.resources.size());
         for (std::size_t i = 0; i < n; ++i) {
             queues_[static_cast<std::size_t>(program.ops[i].resource)].push_back(static_cast<int>(i));
@@ -152,6 +185,12 @@ class ProgramRun final : public core::EventHandler, public network::TransferList
             if (options.jump_periods) find_regions(behaviour);
             if (!options.watch.empty()) find_watches(options.watch, behaviour);
         }
+    }
+
+    ProgramRun(const ProgramRun&) = delete;
+    ProgramRun& operator=(const ProgramRun&) = delete;
+    ~ProgramRun() override {
+        if (storage_) give_back();
     }
 
     Timeline run() {
@@ -239,14 +278,6 @@ class ProgramRun final : public core::EventHandler, public network::TransferList
 
     // ---- Periodic steady state (docs/model.md, "Simulating fast, with the same results") ----
 
-    struct Snapshot {
-        std::vector<std::int64_t> heads;   // per resource: head op relative to the block, busy flag
-        std::vector<std::int64_t> events;  // pending events: time from now, handler, relative tag
-        std::vector<int> pending;          // pending counts of the ops that can have changed
-        std::int64_t window_begin = 0, window_end = 0;  // of `pending`, relative to the block
-        std::vector<network::FlowNetwork::Snapshot> networks;
-        bool operator==(const Snapshot&) const = default;
-    };
     // The state at one boundary of a region, with what a jump from it needs.
     struct Boundary {
         std::size_t block = 0;
@@ -290,6 +321,7 @@ class ProgramRun final : public core::EventHandler, public network::TransferList
                 region_of_boundary_[regions[g].first_op + k * regions[g].length] = static_cast<int>(g);
             states_.emplace_back();
             states_.back().region = regions[g];
+            for (auto& slot : states_.back().recent) take_spare(slot.state);
             timeline_.regions.push_back(regions[g]);
         }
         logging_ = true;
@@ -308,6 +340,7 @@ class ProgramRun final : public core::EventHandler, public network::TransferList
             watch_of_boundary_[region.first_op] = watch_of_boundary_[second] =
                 static_cast<int>(watches_.size());
             WatchState state;
+            take_spare(state.first);
             state.region = region;
             state.record = timeline_.watched.size() - 1;
             watches_.push_back(std::move(state));
@@ -543,6 +576,53 @@ class ProgramRun final : public core::EventHandler, public network::TransferList
             PeriodJump{boundary_op, length, periods, from.time, period, events_per_period});
     }
 
+    // ---- Storage from and back to a ScheduleScratch ----
+
+    void borrow() {
+        durations_ = std::move(storage_->durations);
+        pending_ = std::move(storage_->pending);
+        queues_ = std::move(storage_->queues);
+        heads_ = std::move(storage_->heads);
+        region_of_boundary_ = std::move(storage_->region_of_boundary);
+        watch_of_boundary_ = std::move(storage_->watch_of_boundary);
+        started_ = std::move(storage_->started);
+        ended_ = std::move(storage_->ended);
+        // Empty as in a new run: whether they are empty says whether there are regions and watches.
+        region_of_boundary_.clear();
+        watch_of_boundary_.clear();
+        started_.clear();
+        ended_.clear();
+        pending_events_ = std::move(storage_->pending_events);
+        take_spare(scratch_);
+    }
+
+    // A spare snapshot's storage into `snapshot` (its contents are written before they are read).
+    void take_spare(Snapshot& snapshot) {
+        if (!storage_ || storage_->snapshots.empty()) return;
+        snapshot = std::move(storage_->snapshots.back());
+        storage_->snapshots.pop_back();
+    }
+
+    void give_back() {
+        storage_->durations = std::move(durations_);
+        storage_->pending = std::move(pending_);
+        storage_->queues = std::move(queues_);
+        storage_->heads = std::move(heads_);
+        storage_->region_of_boundary = std::move(region_of_boundary_);
+        storage_->watch_of_boundary = std::move(watch_of_boundary_);
+        storage_->started = std::move(started_);
+        storage_->ended = std::move(ended_);
+        storage_->pending_events = std::move(pending_events_);
+        auto spare = [&](Snapshot& snapshot) {
+            if (storage_->snapshots.size() < kMaxSpareSnapshots)
+                storage_->snapshots.push_back(std::move(snapshot));
+        };
+        spare(scratch_);
+        for (auto& state : states_)
+            for (auto& slot : state.recent) spare(slot.state);
+        for (auto& watch : watches_) spare(watch.first);
+    }
+
     const parallel::DeviceProgram& program_;
     const NetworkInput* network_input_;
     bool count_link_bytes_;
@@ -555,7 +635,8 @@ class ProgramRun final : public core::EventHandler, public network::TransferList
     std::vector<core::Time> durations_;
     std::optional<Dependencies> own_deps_;  // when the options bring none
     const Dependencies& deps_;
-    std::vector<int> pending_;  // per op: its kept dependencies not finished yet
+    ScheduleScratch::Storage* storage_;  // to borrow storage from and give it back to, or null
+    std::vector<int> pending_;           // per op: its kept dependencies not finished yet
     std::vector<std::vector<int>> queues_;
     std::vector<std::size_t> heads_;
     std::vector<bool> busy_;

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <memory>
 #include <vector>
 
 #include "collectives/comm_plan.hpp"
@@ -60,6 +61,19 @@ struct Dependencies {
 };
 Dependencies dependencies(const parallel::DeviceProgram& program, const parallel::RuntimeSpec& runtime);
 
+// Storage one schedule() leaves to the next (run::SimulationCache keeps one per worker): the
+// scheduler's working arrays and period snapshots keep their capacity from one config to the next
+// instead of being allocated again. Holds no state: results never depend on it.
+class ScheduleScratch {
+  public:
+    ScheduleScratch();
+    ~ScheduleScratch();
+    ScheduleScratch(const ScheduleScratch&) = delete;
+    ScheduleScratch& operator=(const ScheduleScratch&) = delete;
+    struct Storage;  // scheduler.cpp
+    std::unique_ptr<Storage> storage;
+};
+
 struct ScheduleOptions {
     // Find runs of identical periods (layers) whose state repeats and jump over them instead of
     // simulating each one; the timeline is the same (docs/model.md, "Simulating fast").
@@ -77,6 +91,7 @@ struct ScheduleOptions {
     std::vector<PeriodicRegion> watch = {};
     // dependencies(program, runtime), when the caller has them (run::SimulationCache); else built.
     const Dependencies* dependencies = nullptr;
+    ScheduleScratch* scratch = nullptr;  // storage to reuse, when the caller keeps one
 };
 
 Timeline schedule(const parallel::DeviceProgram& program, const std::vector<cost::OpCost>& costs,

@@ -195,6 +195,56 @@ TEST_CASE("repeated layers are jumped over once their state repeats, with the sa
     }
 }
 
+TEST_CASE("storage lent from one schedule to the next changes no timeline") {
+    // A ScheduleScratch keeps the scheduler's arrays and period snapshots between runs. Runs of
+    // programs of other lengths, with and without jumps and watched periods, in between must not
+    // change what the next run gives: each is compared with a run that has no scratch.
+    auto costs_of = [](int layers, int slow_layer) {
+        std::vector<double> seconds;
+        for (int l = 0; l < layers; ++l)
+            seconds.insert(seconds.end(), {1.5e-3, l == slow_layer ? 4e-3 : 1e-3});
+        return durations(seconds);
+    };
+    scheduler::ScheduleScratch scratch;
+    int repeated = 0;  // watched periods whose state repeated: their snapshots were compared
+    struct Case {
+        int layers, slow_layer;
+        bool jump, watch, async;
+    };
+    for (const Case c : {Case{20, -1, true, false, true}, Case{8, 3, false, false, true},
+                         Case{20, 12, true, true, false}, Case{30, -1, true, true, true},
+                         Case{12, -1, false, true, false}, Case{20, -1, true, false, true}}) {
+        CAPTURE(c.layers);
+        parallel::RuntimeSpec runtime;
+        runtime.async_collectives = c.async;
+        const auto program = layered_program(c.layers);
+        const auto costs = costs_of(c.layers, c.slow_layer);
+        std::vector<scheduler::PeriodicRegion> watch;
+        if (c.watch) watch.push_back(scheduler::PeriodicRegion{12, 4, 2, 0});
+        auto alone =
+            scheduler::schedule(program, costs, runtime, nullptr, {.jump_periods = c.jump, .watch = watch});
+        auto lent = scheduler::schedule(program, costs, runtime, nullptr,
+                                        {.jump_periods = c.jump, .watch = watch, .scratch = &scratch});
+        CHECK(lent.step_time == alone.step_time);
+        CHECK(lent.events == alone.events);
+        CHECK(lent.jumps.size() == alone.jumps.size());
+        CHECK(lent.regions.size() == alone.regions.size());
+        REQUIRE(lent.watched.size() == alone.watched.size());
+        for (std::size_t w = 0; w < lent.watched.size(); ++w) {
+            CHECK(lent.watched[w].repeated == alone.watched[w].repeated);
+            repeated += lent.watched[w].repeated ? 1 : 0;
+        }
+        REQUIRE(lent.spans.size() == alone.spans.size());
+        for (std::size_t i = 0; i < program.ops.size(); ++i) {
+            CAPTURE(i);
+            CHECK(lent.spans[i].start == alone.spans[i].start);
+            CHECK(lent.spans[i].end == alone.spans[i].end);
+        }
+        if (c.jump && c.slow_layer < 0) CHECK(lent.periods_jumped() > 0);
+    }
+    CHECK(repeated > 0);
+}
+
 TEST_CASE("two-block candidates are identical where every op repeats the one a period before") {
     // 20 identical layers of 2 ops (gather 2l, matmul 2l + 1); layer 9's matmul (op 19) takes
     // longer, and the gathers of layers 0 and 1 (ops 0, 2) wait for nothing. With a period of 4 ops
