@@ -157,16 +157,17 @@ MemoryProfile profile_memory(const parallel::DeviceProgram& program, const sched
             return a.delta < b.delta;
         });
     }
-    // The streams merged into one, in `before` order (a total order: seq breaks every tie), two at a
-    // time: cheaper than picking the least of four heads for every change.
+    // The streams merged in `before` order (a total order: seq breaks every tie), two at a time:
+    // cheaper than picking the least of four heads for every change. The last merge is walked, not
+    // stored (below).
     auto merge_two = [](const std::vector<Change>& a, const std::vector<Change>& b) {
         std::vector<Change> out(a.size() + b.size());
         std::merge(a.begin(), a.end(), b.begin(), b.end(), out.begin(), before);
         return out;
     };
     static_assert(kStreams == 4);
-    const std::vector<Change> ordered =
-        merge_two(merge_two(streams[0], streams[1]), merge_two(streams[2], streams[3]));
+    const std::vector<Change> compute = merge_two(streams[0], streams[1]);
+    const std::vector<Change> later = merge_two(streams[2], streams[3]);
 
     MemoryProfile profile;
     profile.capacity_bytes = capacity_bytes;
@@ -188,7 +189,7 @@ MemoryProfile profile_memory(const parallel::DeviceProgram& program, const sched
         profile.at_peak.collective_buffers = holders[kCollective];
         profile.at_peak.temporaries = holders[kTemporaries];
     };
-    const std::size_t changes = ordered.size();
+    const std::size_t changes = compute.size() + later.size();
     if (!fold) {
         profile.samples.reserve(changes + 1);
         profile.samples.push_back({0, fixed});
@@ -274,7 +275,12 @@ MemoryProfile profile_memory(const parallel::DeviceProgram& program, const sched
             shift += static_cast<core::Time>(outer->copies) * expanded;
         }
     };
-    for (const Change& c : ordered) {
+    for (std::size_t from_compute = 0, from_later = 0; from_compute + from_later < changes;) {
+        // As std::merge takes them: from `later` only when it comes strictly first.
+        const bool take_later =
+            from_later < later.size() &&
+            (from_compute == compute.size() || before(later[from_later], compute[from_compute]));
+        const Change& c = take_later ? later[from_later++] : compute[from_compute++];
         if (c.delta == 0.0) continue;
         while (c.time >= next_splice_at && next_splice < splices.size()) close_splice();
         outer_boundaries(c.time);
