@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <iterator>
 
 namespace podsim::memory {
 namespace {
@@ -161,8 +162,9 @@ MemoryProfile profile_memory(const parallel::DeviceProgram& program, const sched
     // cheaper than picking the least of four heads for every change. The last merge is walked, not
     // stored (below).
     auto merge_two = [](const std::vector<Change>& a, const std::vector<Change>& b) {
-        std::vector<Change> out(a.size() + b.size());
-        std::merge(a.begin(), a.end(), b.begin(), b.end(), out.begin(), before);
+        std::vector<Change> out;
+        out.reserve(a.size() + b.size());
+        std::merge(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(out), before);
         return out;
     };
     static_assert(kStreams == 4);

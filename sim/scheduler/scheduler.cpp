@@ -140,6 +140,8 @@ struct ScheduleScratch::Storage {
     std::vector<std::size_t> heads;
     std::vector<int> region_of_boundary, watch_of_boundary, started, ended;
     std::vector<core::Engine::Pending> pending_events;
+    std::vector<const void*> transfer_of;  // the constructor's, for OpBehaviour
+    std::vector<int> network_of;
 };
 
 ScheduleScratch::ScheduleScratch() : storage(std::make_unique<Storage>()) {}
@@ -180,10 +182,18 @@ class ProgramRun final : public core::EventHandler, public network::TransferList
         if (options.jump_periods || !options.watch.empty()) {
             std::vector<const void*> transfer_of;
             std::vector<int> network_of;
+            if (storage_) {
+                transfer_of = std::move(storage_->transfer_of);
+                network_of = std::move(storage_->network_of);
+            }
             collect_behaviour(transfer_of, network_of);
             const OpBehaviour behaviour{durations_, transfer_of, network_of, deps_.pred_begin, deps_.preds};
             if (options.jump_periods) find_regions(behaviour);
             if (!options.watch.empty()) find_watches(options.watch, behaviour);
+            if (storage_) {
+                storage_->transfer_of = std::move(transfer_of);
+                storage_->network_of = std::move(network_of);
+            }
         }
     }
 
