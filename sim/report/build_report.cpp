@@ -72,14 +72,34 @@ core::Time length_within(const std::vector<Interval>& v, core::Time lo, core::Ti
     return t;
 }
 
-std::vector<Interval> clipped(const std::vector<Interval>& v, core::Time lo, core::Time hi) {
-    std::vector<Interval> out;
-    auto [first, last] = within(v, lo, hi);
-    for (auto it = first; it != last; ++it) {
-        const core::Time a = std::max(it->first, lo), b = std::min(it->second, hi);
-        if (b > a) out.emplace_back(a, b);
+// overlap() of the two lists clipped to [lo, hi) (each interval cut to the window, the empty ones
+// dropped), without copying them.
+core::Time overlap_within(const std::vector<Interval>& a, const std::vector<Interval>& b, core::Time lo,
+                          core::Time hi) {
+    auto [i, a_end] = within(a, lo, hi);
+    auto [j, b_end] = within(b, lo, hi);
+    const auto clip = [lo, hi](const Interval& iv) {
+        return Interval{std::max(iv.first, lo), std::min(iv.second, hi)};
+    };
+    const auto skip_empty = [&](auto& it, auto end) {
+        while (it != end && clip(*it).second <= clip(*it).first) ++it;
+    };
+    skip_empty(i, a_end);
+    skip_empty(j, b_end);
+    core::Time t = 0;
+    while (i != a_end && j != b_end) {
+        const Interval x = clip(*i), y = clip(*j);
+        const core::Time start = std::max(x.first, y.first), end = std::min(x.second, y.second);
+        if (end > start) t += end - start;
+        if (x.second < y.second) {
+            ++i;
+            skip_empty(i, a_end);
+        } else {
+            ++j;
+            skip_empty(j, b_end);
+        }
     }
-    return out;
+    return t;
 }
 
 std::vector<Interval> unite(const std::vector<Interval>& a, const std::vector<Interval>& b) {
@@ -243,7 +263,7 @@ RunReport build_report(const ReportInput& in) {
         const auto copies = static_cast<core::Time>(splice.copies);
         compute_t += copies * length_within(compute, lo, hi);
         comm_t += copies * length_within(comm, lo, hi);
-        comm_hidden += copies * overlap(clipped(comm, lo, hi), clipped(compute, lo, hi));
+        comm_hidden += copies * overlap_within(comm, compute, lo, hi);
         everything_t += copies * length_within(everything, lo, hi);
         device_t += copies * length_within(device, lo, hi);
     }
