@@ -57,7 +57,7 @@ RunSpec parse_run_node(const YAML::Node& root, const std::string& file, const st
 // parse_run_node for a tree that differs from the one `parsed` came from, without a diagnostic, only
 // in `name` and the batch keys under `training` (a sweep's batch axes): those are read again and the
 // checks that involve the batch run again; the rest is copied.
-RunSpec reparse_batch(const YAML::Node& root, const std::string& file, const std::filesystem::path& base_dir,
-                      const RunSpec& parsed, core::Diagnostics& d, LoadCache* cache);
+RunSpec reparse_batch(const YAML::Node& root, const std::string& file, const RunSpec& parsed,
+                      core::Diagnostics& d);
 
 }  // namespace podsim::config

@@ -202,11 +202,8 @@ RunSpec parse_run(const YAML::Node& root, const std::string& file, const fs::pat
     return spec;
 }
 
-RunSpec reparse_batch(const YAML::Node& root, const std::string& file, const fs::path& base_dir,
-                      const RunSpec& parsed, Diagnostics& d, LoadCache* cache) {
-    const YAML::Node& const_root = root;
-    if (!root.IsMap() || !const_root["training"].IsMap())
-        return parse_run(root, file, base_dir, "", d, cache);
+RunSpec reparse_batch(const YAML::Node& root, const std::string& file, const RunSpec& parsed,
+                      Diagnostics& d) {
     const std::string path;
     RunSpec spec = parsed;
     spec.source = file;

@@ -327,26 +327,24 @@ std::vector<std::size_t> SweepPlan::choices(std::size_t index) const {
 }
 
 SweepPlan::Instance SweepPlan::make(std::size_t index, bool with_run_yaml) const {
-    return make_instance(index, with_run_yaml, nullptr);
+    return make_instance(index, choices(index), with_run_yaml, nullptr);
 }
 
 SweepPlan::Instance SweepPlan::make_beside(std::size_t index, std::size_t neighbour_index,
                                            const Instance& neighbour) const {
-    if (!neighbour.ok) return make_instance(index, false, nullptr);
     const auto choice = choices(index), neighbour_choice = choices(neighbour_index);
-    for (std::size_t a = 0; a < impl_->axes.size(); ++a) {
+    bool only_batch = neighbour.ok;
+    for (std::size_t a = 0; a < impl_->axes.size() && only_batch; ++a) {
         if (choice[a] == neighbour_choice[a]) continue;
-        for (const auto& path : impl_->axes[a].paths)
-            if (!sets_batch(path)) return make_instance(index, false, nullptr);
+        for (const auto& path : impl_->axes[a].paths) only_batch = only_batch && sets_batch(path);
     }
-    return make_instance(index, false, &neighbour.spec);
+    return make_instance(index, choice, false, only_batch ? &neighbour.spec : nullptr);
 }
 
-SweepPlan::Instance SweepPlan::make_instance(std::size_t index, bool with_run_yaml,
-                                             const RunSpec* batch_neighbour) const {
+SweepPlan::Instance SweepPlan::make_instance(std::size_t index, const std::vector<std::size_t>& choice,
+                                             bool with_run_yaml, const RunSpec* batch_neighbour) const {
     Instance instance;
     YAML::Node tree = impl_->reuses_tree ? impl_->tree : YAML::Clone(impl_->base);
-    const auto choice = choices(index);
     // The shared tree holds the values of the instance made before (tree_choice): an axis whose
     // value has not changed is set already.
     std::vector<std::size_t> tree_choice;
@@ -382,8 +380,7 @@ SweepPlan::Instance SweepPlan::make_instance(std::size_t index, bool with_run_ya
     core::Diagnostics d;
     std::string file = fmt::format("{}[{}]", impl_->file, index);
     try {
-        instance.spec = batch_neighbour ? reparse_batch(tree, file, impl_->base_dir, *batch_neighbour, d,
-                                                        impl_->cache.get())
+        instance.spec = batch_neighbour ? reparse_batch(tree, file, *batch_neighbour, d)
                                         : parse_run_node(tree, file, impl_->base_dir, d, impl_->cache.get());
     } catch (const core::UserError& e) {
         d.append(e.diagnostics());

@@ -67,7 +67,8 @@ class SweepPlan {
     struct Impl;
     explicit SweepPlan(std::unique_ptr<Impl> impl);
     std::vector<std::size_t> choices(std::size_t index) const;  // each axis's value index
-    Instance make_instance(std::size_t index, bool with_run_yaml, const RunSpec* batch_neighbour) const;
+    Instance make_instance(std::size_t index, const std::vector<std::size_t>& choice, bool with_run_yaml,
+                           const RunSpec* batch_neighbour) const;
     static SweepPlan load_tree(const YAML::Node& root, const std::string& file,
                                const std::filesystem::path& dir);
     std::unique_ptr<Impl> impl_;

@@ -37,40 +37,22 @@ scheduler::NetworkInput plan_network(const RunSpec& spec, Simulation& sim, Simul
         any_ici = any_ici || axis.kind == parallel::ResourceKind::ici;
     if (!any_ici) return input;
     sim.torus = cache.torus(spec.topology, spec.slice, spec.twisted_torus);
-    // The (axis, kind, bytes) of each plan in sim.plans: a step has a handful, searched in order;
-    // past kLinearPlans of them, in a map.
-    constexpr std::size_t kLinearPlans = 32;
-    std::vector<std::tuple<int, int, double>> keys;
     std::map<std::tuple<int, int, double>, int> index;
     for (std::size_t i = 0; i < ops.size(); ++i) {
         const auto& op = ops[i];
         if (!parallel::is_collective(op.category)) continue;
         const auto& axis = sim.program.comm_axes[static_cast<std::size_t>(op.comm_axis)];
         if (axis.kind != parallel::ResourceKind::ici) continue;
-        const auto key = std::make_tuple(op.comm_axis, static_cast<int>(op.collective), op.collective_bytes);
-        int plan = -1;
-        if (keys.size() <= kLinearPlans) {
-            const auto found = std::find(keys.begin(), keys.end(), key);
-            if (found != keys.end()) plan = static_cast<int>(found - keys.begin());
-        } else if (const auto found = index.find(key); found != index.end()) {
-            plan = found->second;
-        }
-        if (plan < 0) {
-            plan = static_cast<int>(keys.size());
-            keys.push_back(key);
-            if (keys.size() > kLinearPlans) {
-                if (index.empty())
-                    for (std::size_t k = 0; k < keys.size(); ++k) index.emplace(keys[k], static_cast<int>(k));
-                else
-                    index.emplace(key, plan);
-            }
+        auto key = std::make_tuple(op.comm_axis, static_cast<int>(op.collective), op.collective_bytes);
+        auto [it, inserted] = index.try_emplace(key, static_cast<int>(sim.plans.size()));
+        if (inserted) {
             sim.plans.push_back(
                 cache.plan(sim.torus, op.collective, op.collective_bytes, axis.parts,
                            spec.topology.ici.hop_latency * spec.calibration.ici_hop_latency_factor,
                            spec.calibration.collective_overhead, spec.calibration.ici_link_efficiency,
                            options.link_bytes));
         }
-        sim.plan_of_op[i] = plan;
+        sim.plan_of_op[i] = it->second;
     }
     input.plan_of_op.assign(ops.size(), nullptr);
     for (std::size_t i = 0; i < ops.size(); ++i) {

@@ -1,8 +1,5 @@
 #include "run/simulation_cache.hpp"
 
-#include <algorithm>
-#include <tuple>
-
 #include "core/assert.hpp"
 #include "workload/lower.hpp"
 
@@ -35,35 +32,6 @@ LoweredStep SimulationCache::lowered(const workload::ModelSpec& model,
     step.names = std::make_shared<parallel::ProgramNames>(*step.graph);
     lowered_.emplace(std::move(key), step);
     return step;
-}
-
-namespace {
-
-// Field by field, the placement last (lexicographically, part by part).
-template <class A, class B>
-bool plan_less(const A& a, const B& b) {
-    const auto head = [](const auto& k) {
-        return std::tie(k.torus, k.kind, k.bytes, k.hop_latency, k.launch_overhead, k.link_efficiency,
-                        k.link_bytes);
-    };
-    if (head(a) != head(b)) return head(a) < head(b);
-    return std::lexicographical_compare(a.parts.begin(), a.parts.end(), b.parts.begin(), b.parts.end(),
-                                        [](const network::AxisDimPart& x, const network::AxisDimPart& y) {
-                                            return std::tie(x.dim, x.size, x.stride, x.wraps) <
-                                                   std::tie(y.dim, y.size, y.stride, y.wraps);
-                                        });
-}
-
-}  // namespace
-
-bool SimulationCache::PlanOrder::operator()(const PlanKey& a, const PlanKey& b) const {
-    return plan_less(a, b);
-}
-bool SimulationCache::PlanOrder::operator()(const PlanKey& a, const PlanQuery& b) const {
-    return plan_less(a, b);
-}
-bool SimulationCache::PlanOrder::operator()(const PlanQuery& a, const PlanKey& b) const {
-    return plan_less(a, b);
 }
 
 const SimulationCache::MeshAxes& SimulationCache::mesh_axes(const hardware::TopologySpec& topology,

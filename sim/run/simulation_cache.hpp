@@ -1,5 +1,6 @@
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <deque>
 #include <map>
@@ -91,26 +92,34 @@ class SimulationCache {
         bool twisted = false;
         std::shared_ptr<const network::Torus> torus;
     };
-    struct PlanKey {
+    // A plan's key; with the placement by reference (PlanQuery), a lookup copies nothing.
+    template <class Parts>
+    struct PlanFields {
         const network::Torus* torus = nullptr;
         int kind = 0;
         double bytes = 0.0, hop_latency = 0.0, launch_overhead = 0.0, link_efficiency = 0.0;
         bool link_bytes = true;  // whether the run alone counted each link's bytes
-        std::vector<network::AxisDimPart> parts;
+        Parts parts;
     };
-    // A key with the placement by reference: a lookup copies nothing.
-    struct PlanQuery {
-        const network::Torus* torus = nullptr;
-        int kind = 0;
-        double bytes = 0.0, hop_latency = 0.0, launch_overhead = 0.0, link_efficiency = 0.0;
-        bool link_bytes = true;
-        const std::vector<network::AxisDimPart>& parts;
-    };
+    using PlanKey = PlanFields<std::vector<network::AxisDimPart>>;
+    using PlanQuery = PlanFields<const std::vector<network::AxisDimPart>&>;
+    // Field by field, the placement last (part by part).
     struct PlanOrder {
         using is_transparent = void;
-        bool operator()(const PlanKey& a, const PlanKey& b) const;
-        bool operator()(const PlanKey& a, const PlanQuery& b) const;
-        bool operator()(const PlanQuery& a, const PlanKey& b) const;
+        template <class A, class B>
+        bool operator()(const A& a, const B& b) const {
+            const auto head = [](const auto& k) {
+                return std::tie(k.torus, k.kind, k.bytes, k.hop_latency, k.launch_overhead, k.link_efficiency,
+                                k.link_bytes);
+            };
+            if (head(a) != head(b)) return head(a) < head(b);
+            return std::lexicographical_compare(
+                a.parts.begin(), a.parts.end(), b.parts.begin(), b.parts.end(),
+                [](const network::AxisDimPart& x, const network::AxisDimPart& y) {
+                    return std::tie(x.dim, x.size, x.stride, x.wraps) <
+                           std::tie(y.dim, y.size, y.stride, y.wraps);
+                });
+        }
     };
 
     std::map<std::string, LoweredStep> lowered_;

@@ -160,7 +160,15 @@ class ProgramRun final : public core::EventHandler, public network::TransferList
           deps_(options.dependencies ? *options.dependencies
                                      : own_deps_.emplace(build_dependencies(program, synchronous))),
           storage_(options.scratch ? options.scratch->storage.get() : nullptr) {
-        if (storage_) borrow();
+        if (storage_) {
+            exchange_storage();
+            take_spare(scratch_);
+            // Empty as in a new run: whether they are empty says whether there are regions and watches.
+            region_of_boundary_.clear();
+            watch_of_boundary_.clear();
+            started_.clear();
+            ended_.clear();
+        }
         pending_.assign(deps_.pending.begin(), deps_.pending.end());
         if (network) {
             int count = 1;
@@ -183,16 +191,16 @@ class ProgramRun final : public core::EventHandler, public network::TransferList
             std::vector<const void*> transfer_of;
             std::vector<int> network_of;
             if (storage_) {
-                transfer_of = std::move(storage_->transfer_of);
-                network_of = std::move(storage_->network_of);
+                transfer_of.swap(storage_->transfer_of);
+                network_of.swap(storage_->network_of);
             }
             collect_behaviour(transfer_of, network_of);
             const OpBehaviour behaviour{durations_, transfer_of, network_of, deps_.pred_begin, deps_.preds};
             if (options.jump_periods) find_regions(behaviour);
             if (!options.watch.empty()) find_watches(options.watch, behaviour);
             if (storage_) {
-                storage_->transfer_of = std::move(transfer_of);
-                storage_->network_of = std::move(network_of);
+                transfer_of.swap(storage_->transfer_of);
+                network_of.swap(storage_->network_of);
             }
         }
     }
@@ -200,7 +208,16 @@ class ProgramRun final : public core::EventHandler, public network::TransferList
     ProgramRun(const ProgramRun&) = delete;
     ProgramRun& operator=(const ProgramRun&) = delete;
     ~ProgramRun() override {
-        if (storage_) give_back();
+        if (!storage_) return;
+        exchange_storage();
+        auto spare = [&](Snapshot& snapshot) {
+            if (storage_->snapshots.size() < kMaxSpareSnapshots)
+                storage_->snapshots.push_back(std::move(snapshot));
+        };
+        spare(scratch_);
+        for (auto& state : states_)
+            for (auto& slot : state.recent) spare(slot.state);
+        for (auto& watch : watches_) spare(watch.first);
     }
 
     Timeline run() {
@@ -588,22 +605,18 @@ class ProgramRun final : public core::EventHandler, public network::TransferList
 
     // ---- Storage from and back to a ScheduleScratch ----
 
-    void borrow() {
-        durations_ = std::move(storage_->durations);
-        pending_ = std::move(storage_->pending);
-        queues_ = std::move(storage_->queues);
-        heads_ = std::move(storage_->heads);
-        region_of_boundary_ = std::move(storage_->region_of_boundary);
-        watch_of_boundary_ = std::move(storage_->watch_of_boundary);
-        started_ = std::move(storage_->started);
-        ended_ = std::move(storage_->ended);
-        // Empty as in a new run: whether they are empty says whether there are regions and watches.
-        region_of_boundary_.clear();
-        watch_of_boundary_.clear();
-        started_.clear();
-        ended_.clear();
-        pending_events_ = std::move(storage_->pending_events);
-        take_spare(scratch_);
+    // The working arrays and the scratch's swap places: the constructor takes the storage the last
+    // run left, the destructor leaves this run's.
+    void exchange_storage() {
+        durations_.swap(storage_->durations);
+        pending_.swap(storage_->pending);
+        queues_.swap(storage_->queues);
+        heads_.swap(storage_->heads);
+        region_of_boundary_.swap(storage_->region_of_boundary);
+        watch_of_boundary_.swap(storage_->watch_of_boundary);
+        started_.swap(storage_->started);
+        ended_.swap(storage_->ended);
+        pending_events_.swap(storage_->pending_events);
     }
 
     // A spare snapshot's storage into `snapshot` (its contents are written before they are read).
@@ -611,26 +624,6 @@ class ProgramRun final : public core::EventHandler, public network::TransferList
         if (!storage_ || storage_->snapshots.empty()) return;
         snapshot = std::move(storage_->snapshots.back());
         storage_->snapshots.pop_back();
-    }
-
-    void give_back() {
-        storage_->durations = std::move(durations_);
-        storage_->pending = std::move(pending_);
-        storage_->queues = std::move(queues_);
-        storage_->heads = std::move(heads_);
-        storage_->region_of_boundary = std::move(region_of_boundary_);
-        storage_->watch_of_boundary = std::move(watch_of_boundary_);
-        storage_->started = std::move(started_);
-        storage_->ended = std::move(ended_);
-        storage_->pending_events = std::move(pending_events_);
-        auto spare = [&](Snapshot& snapshot) {
-            if (storage_->snapshots.size() < kMaxSpareSnapshots)
-                storage_->snapshots.push_back(std::move(snapshot));
-        };
-        spare(scratch_);
-        for (auto& state : states_)
-            for (auto& slot : state.recent) spare(slot.state);
-        for (auto& watch : watches_) spare(watch.first);
     }
 
     const parallel::DeviceProgram& program_;
