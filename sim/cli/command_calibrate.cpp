@@ -26,7 +26,7 @@ struct CalibrateCommand {
 int command_calibrate(const CalibrateCommand& c) {
     std::vector<profile::CalibrationCase> cases;
     std::vector<std::string> params =
-        c.params.empty() ? std::vector<std::string>{"mxu_efficiency_jax",  "mxu_efficiency_pytorch_xla",
+        c.params.empty() ? std::vector<std::string>{"mxu_efficiency",      "attention_traffic_pytorch_xla",
                                                     "hbm_efficiency",      "op_overhead",
                                                     "ici_link_efficiency", "collective_overhead"}
                          : core::split_list(c.params, ',');

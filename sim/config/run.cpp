@@ -183,6 +183,8 @@ RunSpec parse_run(const YAML::Node& root, const std::string& file, const fs::pat
             rt.integer(runtime_key("runtime.prefetch_depth")).value_or(runtime.prefetch_depth));
         runtime.compile_time = rt.quantity(runtime_key("runtime.compile_time"));
         runtime.collective_matmul = rt.boolean(runtime_key("runtime.collective_matmul"));
+        runtime.fp32_reduce_scatter =
+            rt.boolean(runtime_key("runtime.fp32_reduce_scatter")).value_or(runtime.fp32_reduce_scatter);
         runtime.recompile_every_step =
             rt.boolean(runtime_key("runtime.recompile_every_step")).value_or(runtime.recompile_every_step);
         if (auto init = rt.choice(runtime_key("runtime.host_init"))) runtime.host_full_init = *init == 0;

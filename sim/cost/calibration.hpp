@@ -15,13 +15,13 @@ namespace podsim::cost {
 // calibration_parameters() (calibration.cpp); a run config's `calibration:` block overrides them by
 // name, and `podsim calibrate` fits them.
 struct Calibration {
-    double mxu_efficiency_jax = 0.0;          // fraction of peak FLOP/s a large matmul reaches
-    double mxu_efficiency_pytorch_xla = 0.0;  // the same under PyTorch/XLA
-    double mxu_medium_shape_factor = 0.0;     // multiplies it for medium matmuls (matmul_shape.hpp)
-    double mxu_small_shape_factor = 0.0;      // and for small ones
-    double hbm_efficiency = 0.0;              // fraction of peak HBM bandwidth a fusion streams at
-    double op_overhead = 0.0;                 // seconds per fused op (launch, pipeline fill)
-    double host_overhead_jax = 0.0;           // seconds per step on the host
+    double mxu_efficiency = 0.0;                 // fraction of peak FLOP/s a large matmul reaches
+    double mxu_medium_shape_factor = 0.0;        // multiplies it for medium matmuls (matmul_shape.hpp)
+    double mxu_small_shape_factor = 0.0;         // and for small ones
+    double hbm_efficiency = 0.0;                 // fraction of peak HBM bandwidth a fusion streams at
+    double attention_traffic_pytorch_xla = 0.0;  // multiplies attention-score bytes under PyTorch/XLA
+    double op_overhead = 0.0;                    // seconds per fused op (launch, pipeline fill)
+    double host_overhead_jax = 0.0;              // seconds per step on the host
     double host_overhead_pytorch_xla = 0.0;
     double ici_link_efficiency = 0.0;     // fraction of one-way link bandwidth collectives reach
     double ici_hop_latency_factor = 0.0;  // multiplies the topology's hop latency
@@ -46,8 +46,8 @@ struct Calibration {
 
     bool operator==(const Calibration&) const = default;
     static Calibration defaults();
-    double mxu_efficiency(parallel::Framework framework) const;
-    double mxu_shape_factor(MatmulShapeClass shape_class) const;  // 1 for large matmuls
+    double attention_traffic(parallel::Framework framework) const;  // 1 under JAX
+    double mxu_shape_factor(MatmulShapeClass shape_class) const;    // 1 for large matmuls
     double host_overhead(parallel::Framework framework) const;
 };
 

@@ -23,7 +23,8 @@ double round_up(double value, double multiple) {
 CostModel::CostModel(CostContext context) : c_(context) {
     // Per device: on v2/v3 each TensorCore is a device with half the chip's peak and HBM bandwidth.
     peak_flops_ = c_.topology.chip.device_peak_flops_for(c_.compute_dtype);
-    mxu_efficiency_ = c_.calibration.mxu_efficiency(c_.runtime.framework);
+    mxu_efficiency_ = c_.calibration.mxu_efficiency;
+    attention_traffic_ = c_.calibration.attention_traffic(c_.runtime.framework);
     hbm_bandwidth_ = c_.topology.chip.device_hbm_bandwidth() * c_.calibration.hbm_efficiency;
     PODSIM_ASSERT(peak_flops_ > 0.0 && hbm_bandwidth_ > 0.0, "topology without peak or HBM bandwidth");
 }
@@ -62,6 +63,7 @@ OpCost CostModel::cost(const parallel::DeviceOp& op, const parallel::DeviceProgr
         return out;
     }
     out.memory_seconds = op.bytes / hbm_bandwidth_;
+    if (op.attention_scores) out.memory_seconds *= attention_traffic_;
     if (op.category == OpCategory::matmul) {
         const double tile = static_cast<double>(std::max(1, c_.topology.chip.mxu_tile));
         out.padded_flops = 2.0 * op.mm_batch * round_up(op.mm_m, kSublaneRows) * round_up(op.mm_n, tile) *

@@ -48,6 +48,7 @@ class CostModel {
     CostContext c_;
     double peak_flops_;
     double mxu_efficiency_;
+    double attention_traffic_;  // multiplies the HBM time of ops on the S x S attention scores
     double hbm_bandwidth_;
 };
 

@@ -57,6 +57,8 @@ struct DeviceOp {
     // op's first is a continuation, counted with its op in op counts.
     bool continuation = false;
     bool to_host = true;  // copy ops: the direction
+    // Reads or writes the S x S attention scores of dot-product attention (no fused kernel).
+    bool attention_scores = false;
     int layer = -1;
     int microbatch = 0;
     int param_group = -1;

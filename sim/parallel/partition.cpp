@@ -50,6 +50,9 @@ class Partitioner {
         fsdp_bytes_ = in.runtime.fsdp_collectives_in_compute_dtype()
                           ? static_cast<double>(core::dtype_bytes(in.training.dtype))
                           : param_bytes_;
+        reduce_scatter_bytes_ = in.runtime.fp32_reduce_scatter
+                                    ? static_cast<double>(core::dtype_bytes(core::DType::fp32))
+                                    : fsdp_bytes_;
     }
 
     // With `sizing`, also records how each op is sized (resize).
@@ -256,6 +259,7 @@ class Partitioner {
         d.param_group = op.param_group;
         d.resource = 0;
         d.kept_for_backward = op.kept_for_backward;
+        d.attention_scores = op.attention_internal && op.backward != workload::BackwardKind::flash_attention;
         size_as(d, sizes_of(op));
         return d;
     }
@@ -557,7 +561,7 @@ class Partitioner {
     void finish_gradients(int group, int after, int mb, bool last_microbatch, int fsdp_axis, int data_axis,
                           std::vector<int>& final_grad) {
         const auto& pg = g_.param_groups[static_cast<std::size_t>(group)];
-        const double per_element = fsdp_axis >= 0 ? fsdp_bytes_ : param_bytes_;
+        const double per_element = fsdp_axis >= 0 ? reduce_scatter_bytes_ : param_bytes_;
         double full = static_cast<double>(pg.params) /
                       (pg.tensor_sharded ? static_cast<double>(tensor_) : 1.0) * per_element;
         int last = after;
@@ -598,7 +602,8 @@ class Partitioner {
     std::array<double, 4> divisor_{};  // by Shard: a table, as every extent asks
     std::int64_t samples_ = 1;         // per microbatch, all chips: what the graph's batch extents count
     double param_bytes_ = 4.0;
-    double fsdp_bytes_ = 4.0;  // per element of FSDP gathers and gradient reduce-scatters
+    double fsdp_bytes_ = 4.0;            // per element of FSDP gathers
+    double reduce_scatter_bytes_ = 4.0;  // per element of FSDP gradient reduce-scatters
     std::map<std::string, int> axis_index_;
     std::unique_ptr<ProgramNames> own_names_;  // when the input shares none
     ProgramNames* names_ = nullptr;

@@ -50,6 +50,10 @@ inline constexpr core::Key kRuntimeKeys[] = {
      .help =
          "XLA's collective matmul (async collective fusion): sequence-parallel gathers and reduce-scatters "
          "run in ring steps under their matmul (docs/model.md)"},
+    {.path = "runtime.fp32_reduce_scatter",
+     .kind = KeyKind::boolean,
+     .help = "FSDP reduce-scatters gradients in fp32 instead of the compute dtype (PyTorch/XLA FSDP's "
+             "fp32_reduce_scatter; all-gathers stay in the compute dtype)"},
     {.path = "runtime.host_init",
      .kind = KeyKind::choice,
      .choices = kHostInitNames,

@@ -40,6 +40,8 @@ struct RuntimeSpec {
     // --xla_tpu_enable_async_collective_fusion=true ..._fuse_all_gather=true
     // ..._multiple_steps=true --xla_tpu_overlap_compute_collective_tc=true).
     std::optional<bool> collective_matmul;
+    // PyTorch/XLA FSDP's `fp32_reduce_scatter`: gradients reduce-scattered in fp32.
+    bool fp32_reduce_scatter = runtime_key("runtime.fp32_reduce_scatter").boolean_default();
 
     bool operator==(const RuntimeSpec&) const = default;
 
@@ -56,12 +58,14 @@ struct RuntimeSpec {
     bool host_blocks_device() const { return is_pytorch_xla(framework); }
     // PyTorch builds modules on the CPU before moving them to the device: once per process.
     bool full_model_on_host() const { return host_full_init.value_or(is_pytorch_xla(framework)); }
-    // JAX casts each parameter shard to the compute dtype inside the layer, before GSPMD inserts the
-    // all-gather the matmul needs (an elementwise convert keeps its operand's sharding), so FSDP
-    // gathers move compute-dtype weights and the transposed reduce-scatter compute-dtype gradients
-    // (MaxText layers/linears.py: `kernel = jnp.asarray(kernel, self.dtype)`). PyTorch/XLA FSDP
-    // gathers the flat parameter shards in their own dtype.
-    bool fsdp_collectives_in_compute_dtype() const { return framework == Framework::jax; }
+    // Every framework casts a parameter shard to the compute dtype before the all-gather, so FSDP
+    // gathers move compute-dtype weights and the gradient reduce-scatter compute-dtype gradients:
+    // JAX because the convert is elementwise on the shard and GSPMD inserts the gather after it
+    // (MaxText layers/linears.py: `kernel = jnp.asarray(kernel, self.dtype)`; PyTorch/XLA SPMD is
+    // partitioned the same way); PyTorch/XLA FSDP because `_rebuild_full_params` converts the shard
+    // to `compute_dtype` before `all_gather`, and reduce-scatters gradients in it unless
+    // `fp32_reduce_scatter` (torch_xla/distributed/fsdp/xla_fully_sharded_data_parallel.py).
+    bool fsdp_collectives_in_compute_dtype() const { return true; }
     // PyTorch/XLA with PJRT runs one process per chip (on v2/v3 with one thread per TensorCore: "4
     // processes with 2 threads each", PyTorch/XLA PJRT docs); JAX and PyTorch/XLA SPMD one per host.
     bool process_per_chip() const { return framework == Framework::pytorch_xla; }

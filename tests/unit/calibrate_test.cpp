@@ -40,7 +40,7 @@ profile::CalibrationCase synthetic_case(const char* config, const cost::Calibrat
 
 TEST_CASE("calibrate recovers known parameters from synthetic profiles") {
     cost::Calibration truth = cost::Calibration::defaults();
-    truth.mxu_efficiency_jax = 0.6;
+    truth.mxu_efficiency = 0.6;
     truth.hbm_efficiency = 0.7;
     truth.collective_overhead = 20e-6;
     std::vector<profile::CalibrationCase> cases;
@@ -49,16 +49,16 @@ TEST_CASE("calibrate recovers known parameters from synthetic profiles") {
         cases.push_back(synthetic_case(config, truth));
     }
     auto result = profile::calibrate(
-        cases, {"mxu_efficiency_jax", "hbm_efficiency", "collective_overhead", "mxu_efficiency_pytorch_xla"},
+        cases, {"mxu_efficiency", "hbm_efficiency", "collective_overhead", "attention_traffic_pytorch_xla"},
         cost::Calibration::defaults());
-    CHECK(result.fitted.mxu_efficiency_jax == doctest::Approx(0.6).epsilon(0.02));
+    CHECK(result.fitted.mxu_efficiency == doctest::Approx(0.6).epsilon(0.02));
     CHECK(result.fitted.hbm_efficiency == doctest::Approx(0.7).epsilon(0.02));
     CHECK(result.fitted.collective_overhead == doctest::Approx(20e-6).epsilon(0.05));
-    // No JAX config depends on the PyTorch/XLA efficiency: it is reported and left alone.
+    // No JAX config depends on PyTorch/XLA's fusion traffic: it is reported and left alone.
     REQUIRE(result.insensitive.size() == 1);
-    CHECK(result.insensitive[0] == "mxu_efficiency_pytorch_xla");
-    CHECK(result.fitted.mxu_efficiency_pytorch_xla ==
-          cost::Calibration::defaults().mxu_efficiency_pytorch_xla);
+    CHECK(result.insensitive[0] == "attention_traffic_pytorch_xla");
+    CHECK(result.fitted.attention_traffic_pytorch_xla ==
+          doctest::Approx(cost::Calibration::defaults().attention_traffic_pytorch_xla).epsilon(1e-9));
     CHECK(result.rms_after < 0.01);
     CHECK(result.rms_before > result.rms_after);
     // Leave-one-out: each case predicted from a fit on the other two. The small ViT steps are
@@ -86,7 +86,7 @@ TEST_CASE("calibrate recovers matmul shape factors when the profile gives matmul
     // podsim's traces carry each matmul's narrowest dimension, so each shape class is its own
     // target. MaxText's attention matmuls are medium (head_dim 256), Llama-3's small (head_dim 128).
     cost::Calibration truth = cost::Calibration::defaults();
-    truth.mxu_efficiency_jax = 0.7;
+    truth.mxu_efficiency = 0.7;
     truth.mxu_medium_shape_factor = 0.6;
     truth.mxu_small_shape_factor = 0.5;
     std::vector<profile::CalibrationCase> cases;
@@ -98,10 +98,10 @@ TEST_CASE("calibrate recovers matmul shape factors when the profile gives matmul
         CHECK(has_shape_target);
     }
     auto result =
-        profile::calibrate(cases, {"mxu_efficiency_jax", "mxu_medium_shape_factor", "mxu_small_shape_factor"},
+        profile::calibrate(cases, {"mxu_efficiency", "mxu_medium_shape_factor", "mxu_small_shape_factor"},
                            cost::Calibration::defaults());
     CHECK(result.insensitive.empty());
-    CHECK(result.fitted.mxu_efficiency_jax == doctest::Approx(0.7).epsilon(0.02));
+    CHECK(result.fitted.mxu_efficiency == doctest::Approx(0.7).epsilon(0.02));
     CHECK(result.fitted.mxu_medium_shape_factor == doctest::Approx(0.6).epsilon(0.03));
     CHECK(result.fitted.mxu_small_shape_factor == doctest::Approx(0.5).epsilon(0.03));
     CHECK(result.rms_after < 0.01);
@@ -116,9 +116,8 @@ TEST_CASE("calibrate refuses more free parameters than measurements and names th
     REQUIRE(one.targets.size() == 1);
     std::string message;
     try {
-        profile::calibrate(
-            {one}, {"mxu_efficiency_pytorch_xla", "hbm_efficiency", "op_overhead", "collective_overhead"},
-            cost::Calibration::defaults());
+        profile::calibrate({one}, {"mxu_efficiency", "hbm_efficiency", "op_overhead", "collective_overhead"},
+                           cost::Calibration::defaults());
     } catch (const core::UserError& e) {
         message = e.what();
     }
@@ -135,13 +134,12 @@ TEST_CASE("calibrate refuses more free parameters than measurements and names th
 
 TEST_CASE("calibrate reports standard errors, leave-one-out per measurement and its progress") {
     cost::Calibration truth = cost::Calibration::defaults();
-    truth.mxu_efficiency_jax = 0.6;
+    truth.mxu_efficiency = 0.6;
     auto c = synthetic_case("configs/vit-cifar-mesh-8x1-b128.yaml", truth);
     REQUIRE(c.targets.size() >= 3);
     std::vector<profile::CalibrationProgress> seen;
-    auto result =
-        profile::calibrate({c}, {"mxu_efficiency_jax", "hbm_efficiency"}, cost::Calibration::defaults(),
-                           [&](const profile::CalibrationProgress& p) { seen.push_back(p); });
+    auto result = profile::calibrate({c}, {"mxu_efficiency", "hbm_efficiency"}, cost::Calibration::defaults(),
+                                     [&](const profile::CalibrationProgress& p) { seen.push_back(p); });
     REQUIRE(result.parameter_fits.size() == 2);
     for (const auto& pf : result.parameter_fits) {
         CHECK(pf.determined);

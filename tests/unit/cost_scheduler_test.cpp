@@ -13,7 +13,7 @@ TEST_CASE("matmul roofline with MXU padding") {
     auto v4 = config::load_topology_file(test::source_path("topologies/tpu-v4.yaml"));
     parallel::RuntimeSpec runtime;
     cost::Calibration cal = cost::Calibration::defaults();
-    cal.mxu_efficiency_jax = 0.5;
+    cal.mxu_efficiency = 0.5;
     cal.op_overhead = 0.0;
     cost::CostModel model(cost::CostContext{v4, runtime, cal, core::DType::bf16});
     parallel::DeviceProgram program;
@@ -58,7 +58,7 @@ TEST_CASE("matmul shape classes and their efficiency factors") {
     auto v4 = config::load_topology_file(test::source_path("topologies/tpu-v4.yaml"));
     parallel::RuntimeSpec runtime;
     cost::Calibration cal = cost::Calibration::defaults();
-    cal.mxu_efficiency_jax = 0.8;
+    cal.mxu_efficiency = 0.8;
     cal.mxu_small_shape_factor = 0.5;
     cal.op_overhead = 0.0;
     cost::CostModel model(cost::CostContext{v4, runtime, cal, core::DType::bf16});

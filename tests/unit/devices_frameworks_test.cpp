@@ -119,10 +119,12 @@ TEST_CASE("PyTorch/XLA SPMD: one process per host, GSPMD's async collectives, la
     multi.framework = parallel::Framework::pytorch_xla;
     CHECK_FALSE(multi.async());
     CHECK(multi.process_per_chip());
-    // Matmul efficiency follows the compiled program: SPMD's GSPMD-partitioned graph as JAX's.
+    // One matmul efficiency for every framework; both PyTorch/XLA modes trace eager modules, so
+    // both pay the fusion traffic of their unfused ops, and JAX none.
     const auto cal = cost::Calibration::defaults();
-    CHECK(cal.mxu_efficiency(parallel::Framework::pytorch_xla_spmd) == cal.mxu_efficiency_jax);
-    CHECK(cal.mxu_efficiency(parallel::Framework::pytorch_xla) == cal.mxu_efficiency_pytorch_xla);
+    CHECK(cal.attention_traffic(parallel::Framework::pytorch_xla_spmd) == cal.attention_traffic_pytorch_xla);
+    CHECK(cal.attention_traffic(parallel::Framework::pytorch_xla) == cal.attention_traffic_pytorch_xla);
+    CHECK(cal.attention_traffic(parallel::Framework::jax) == 1.0);
     CHECK(cal.host_overhead(parallel::Framework::pytorch_xla_spmd) == cal.host_overhead_pytorch_xla);
 }
 
@@ -140,4 +142,48 @@ TEST_CASE("Llama-2-70B fsdp 32 x tensor 4 on v4-256 fits host RAM under SPMD, no
     auto multi = run::simulate(spec).report;
     CHECK(multi.host_peak_bytes / kGiB == doctest::Approx(1027.83).epsilon(0.001));
     CHECK_FALSE(multi.host_fits);
+}
+
+TEST_CASE("PyTorch/XLA's eager attention: more HBM traffic on the S x S scores, nothing else") {
+    // Both runs use async collectives and the same host, so only the framework's fusion differs.
+    auto config = [](const std::string& framework, const std::string& attention) {
+        return test::run_from_text(R"(
+schema: podsim.run/v1
+model: gpt2-small
+topology: tpu-v4
+slice: 2x2x1
+mesh: {fsdp: 4}
+training: {global_batch: 16, seq_len: 1024, attention: )" +
+                                   attention + R"(}
+runtime: {framework: )" + framework +
+                                   R"(, async_collectives: true, host_overhead: 1 ms}
+)");
+    };
+    const double factor = cost::Calibration::defaults().attention_traffic_pytorch_xla;
+    REQUIRE(factor > 1.0);
+    auto jax = run::simulate(config("jax", "dot_product"));
+    auto torch = run::simulate(config("pytorch-xla-spmd", "dot_product"));
+    REQUIRE(jax.program.ops.size() == torch.program.ops.size());
+    int scores_ops = 0;
+    for (std::size_t i = 0; i < jax.program.ops.size(); ++i) {
+        const auto& op = jax.program.ops[i];
+        CHECK(op.attention_scores == torch.program.ops[i].attention_scores);
+        if (op.attention_scores) {
+            ++scores_ops;
+            CHECK(torch.costs[i].memory_seconds == doctest::Approx(factor * jax.costs[i].memory_seconds));
+            CHECK(torch.costs[i].compute_seconds == doctest::Approx(jax.costs[i].compute_seconds));
+        } else {
+            CHECK(torch.costs[i].seconds == doctest::Approx(jax.costs[i].seconds));
+        }
+    }
+    // Per layer: scores, softmax and context, their recompute-free backward (two matmuls each and
+    // the softmax's): 3 forward + 5 backward.
+    CHECK(scores_ops == 12 * 8);
+    // A flash kernel keeps the scores on chip: no op carries them, and the frameworks cost the same.
+    auto jax_flash = run::simulate(config("jax", "flash"));
+    auto torch_flash = run::simulate(config("pytorch-xla-spmd", "flash"));
+    for (std::size_t i = 0; i < jax_flash.program.ops.size(); ++i) {
+        CHECK_FALSE(jax_flash.program.ops[i].attention_scores);
+        CHECK(torch_flash.costs[i].seconds == doctest::Approx(jax_flash.costs[i].seconds));
+    }
 }

@@ -67,10 +67,16 @@ TEST_CASE("fsdp: every group gathered for the forward and the backward, gradient
     CHECK(t.count["all-gather@ici:fsdp"] == 2 * kGroups);
     CHECK(t.bytes["reduce-scatter@ici:fsdp"] == doctest::Approx(kParams * 2));
     CHECK(t.count["reduce-scatter@ici:fsdp"] == kGroups);
-    // PyTorch/XLA FSDP gathers and reduce-scatters its fp32 flat parameters (4 bytes).
+    // PyTorch/XLA FSDP converts each fp32 shard to its compute_dtype (bf16, 2 bytes) before the
+    // all-gather and reduce-scatters gradients in it; fp32_reduce_scatter moves the gradients in fp32.
     auto pt = traffic(gpt2_small("2x2x1", "{fsdp: 4}", "}\nruntime: {framework: pytorch-xla"));
-    CHECK(pt.bytes["all-gather@ici:fsdp"] == doctest::Approx(2 * kParams * 4));
-    CHECK(pt.bytes["reduce-scatter@ici:fsdp"] == doctest::Approx(kParams * 4));
+    CHECK(pt.bytes["all-gather@ici:fsdp"] == doctest::Approx(2 * kParams * 2));
+    CHECK(pt.bytes["reduce-scatter@ici:fsdp"] == doctest::Approx(kParams * 2));
+    auto fp32 = traffic(
+        gpt2_small("2x2x1", "{fsdp: 4}", "}\nruntime: {framework: pytorch-xla, fp32_reduce_scatter: true"));
+    CHECK(fp32.bytes["all-gather@ici:fsdp"] == doctest::Approx(2 * kParams * 2));
+    CHECK(fp32.bytes["reduce-scatter@ici:fsdp"] == doctest::Approx(kParams * 4));
+    CHECK(fp32.count["reduce-scatter@ici:fsdp"] == kGroups);
 }
 
 TEST_CASE("tensor: an activation all-reduce after each row-parallel matmul and input gradient") {
