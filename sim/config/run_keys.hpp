@@ -103,11 +103,13 @@ inline constexpr core::Key kValidationCaseKeys[] = {
     {.path = "measured",
      .kind = KeyKind::mapping,
      .required = true,
-     .help = "measured values: step_time_s, mfu_6n, all_reduce_fraction, derived"},
+     .help =
+         "measured values: step_time_s, mfu_6n, all_reduce_fraction, xla_peak_bytes, xla_parameter_bytes, "
+         "derived"},
     {.path = "tolerance",
      .kind = KeyKind::mapping,
      .required = true,
-     .help = "step_time_rel, all_reduce_fraction_abs"},
+     .help = "step_time_rel, all_reduce_fraction_abs, xla_peak_bytes_rel, xla_parameter_bytes_rel"},
     {.path = "expected_miss", .help = "why the model misses this case today; the case then must miss"},
 };
 

@@ -41,7 +41,12 @@ Comparison compare(const report::RunReport& predicted, const MeasuredProfile& me
     c.measured_step_s = measured.step_time_s;
     c.notes = measured.notes;
     const bool tpu_config = predicted.topology.find("tpu") != std::string::npos;
-    if (measured.device == "gpu" && tpu_config) {
+    if (measured.xla_memory && measured.device == "gpu" && tpu_config) {
+        c.notes.push_back(fmt::format(
+            "a GPU module compared with a prediction for {}: XLA reserves memory per device alike, but GPU "
+            "temporaries (library workspaces) and TPU layout padding differ",
+            predicted.topology));
+    } else if (measured.device == "gpu" && tpu_config) {
         c.notes.push_back(fmt::format(
             "warning: a GPU profile ({}) compared with a prediction for {}: categories are matched by op "
             "name only, and the times are of different hardware",
@@ -71,6 +76,8 @@ Comparison compare(const report::RunReport& predicted, const MeasuredProfile& me
                               : predicted.compile_time_s / std::max(1, measured.steps);
     }
     std::set<std::string> categories;
+    // A compiled module has memory and no times: nothing to hold the categories against.
+    if (measured.xla_memory && measured.category_s.empty()) pred.clear();
     for (const auto& [k, v] : pred) categories.insert(k);
     for (const auto& [k, v] : measured.category_s) categories.insert(k);
     for (const auto& k : categories) {
@@ -93,6 +100,14 @@ Comparison compare(const report::RunReport& predicted, const MeasuredProfile& me
                 c.matmul_shapes.push_back(*row);
         }
     }
+    if (measured.xla_memory) {
+        c.has_memory = true;
+        c.predicted_peak_bytes = predicted.memory.peak_bytes;
+        c.measured_peak_bytes = measured.xla_memory->total_bytes();
+        c.predicted_state_bytes = predicted.memory.params_bytes + predicted.memory.optimizer_bytes;
+        c.measured_parameter_bytes = measured.xla_memory->parameter_bytes;
+        c.measured_temp_bytes = measured.xla_memory->temp_bytes;
+    }
     c.largest_measured.assign(
         measured.ops.begin(),
         measured.ops.begin() + std::min<std::ptrdiff_t>(8, static_cast<std::ptrdiff_t>(measured.ops.size())));
@@ -114,7 +129,7 @@ std::string format_comparison(const Comparison& c) {
         c.measured_step_s > 0 ? format_seconds(c.measured_step_s) : std::string("-"),
         c.measured_step_s > 0 ? format_seconds(c.predicted_step_s - c.measured_step_s) : std::string("-"),
         error_text(c.predicted_step_s, c.measured_step_s));
-    out += "  by op category, largest difference first\n";
+    if (!c.categories.empty()) out += "  by op category, largest difference first\n";
     for (const auto& r : c.categories) {
         out += fmt::format("  {:<20} {:>12} {:>12} {:>12} {:>9}\n", r.category, format_seconds(r.predicted_s),
                            format_seconds(r.measured_s), format_seconds(r.difference_s),
@@ -127,6 +142,21 @@ std::string format_comparison(const Comparison& c) {
                                format_seconds(r.predicted_s), format_seconds(r.measured_s),
                                format_seconds(r.difference_s), error_text(r.predicted_s, r.measured_s));
         }
+    }
+    if (c.has_memory) {
+        auto bytes = [](double b) { return core::format_bytes(b); };
+        out += "\n  memory per device (XLA buffer assignment)\n";
+        out +=
+            fmt::format("  {:<20} {:>12} {:>12} {:>12} {:>9}\n", "peak", bytes(c.predicted_peak_bytes),
+                        bytes(c.measured_peak_bytes), bytes(c.predicted_peak_bytes - c.measured_peak_bytes),
+                        error_text(c.predicted_peak_bytes, c.measured_peak_bytes));
+        out += fmt::format("  {:<20} {:>12} {:>12} {:>12} {:>9}\n", "params + optimizer",
+                           bytes(c.predicted_state_bytes), bytes(c.measured_parameter_bytes),
+                           bytes(c.predicted_state_bytes - c.measured_parameter_bytes),
+                           error_text(c.predicted_state_bytes, c.measured_parameter_bytes));
+        out += fmt::format("  {:<20} {:>12} {:>12}\n", "the rest",
+                           bytes(c.predicted_peak_bytes - c.predicted_state_bytes),
+                           bytes(c.measured_peak_bytes - c.measured_parameter_bytes));
     }
     if (!c.largest_measured.empty()) {
         out += "\n  largest measured ops (whole profile)\n";
@@ -163,6 +193,13 @@ std::string comparison_json(const Comparison& c) {
     };
     j["categories"] = rows(c.categories, "category");
     j["matmul_shapes"] = rows(c.matmul_shapes, "shape");
+    if (c.has_memory) {
+        j["memory"] = {{"predicted_peak_bytes", c.predicted_peak_bytes},
+                       {"xla_peak_bytes", c.measured_peak_bytes},
+                       {"predicted_params_and_optimizer_bytes", c.predicted_state_bytes},
+                       {"xla_parameter_bytes", c.measured_parameter_bytes},
+                       {"xla_temp_bytes", c.measured_temp_bytes}};
+    }
     j["notes"] = c.notes;
     // Names and ids come from user files: invalid UTF-8 becomes U+FFFD rather than an exception.
     return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";

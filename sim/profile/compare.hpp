@@ -31,6 +31,15 @@ struct Comparison {
     // Matmul time by shape class, when the profile gives every matmul's shape.
     std::vector<CategoryComparison> matmul_shapes;
     std::vector<MeasuredOp> largest_measured;  // the profile's biggest ops
+    // Against XLA's buffer assignment (a compiled HloProto): per device, podsim's peak against XLA's
+    // whole reservation, and podsim's parameters and optimizer state against XLA's entry
+    // parameters (which also hold the step's batch).
+    bool has_memory = false;
+    double predicted_peak_bytes = 0.0;
+    double measured_peak_bytes = 0.0;
+    double predicted_state_bytes = 0.0;
+    double measured_parameter_bytes = 0.0;
+    double measured_temp_bytes = 0.0;
     std::vector<std::string> notes;
 };
 

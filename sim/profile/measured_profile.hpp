@@ -22,8 +22,21 @@ struct MeasuredOp {
     double narrowest_dim = 0.0;
 };
 
+// Device memory of one execution on one device as XLA's buffer assignment reserves it (a compiled
+// HloProto): entry parameters (the sharded train state and the batch), temporaries (one heap
+// whose size is the heap simulator's peak), outputs not aliased to parameters, constants.
+struct XlaMemory {
+    std::string module;
+    double parameter_bytes = 0.0;
+    double temp_bytes = 0.0;
+    double output_bytes = 0.0;
+    double constant_bytes = 0.0;
+    int allocations = 0;
+    double total_bytes() const { return parameter_bytes + temp_bytes + output_bytes + constant_bytes; }
+};
+
 struct MeasuredProfile {
-    std::string format;  // chrome-trace, xplane, hlo-op-stats, pod-viewer, pytorch-xla-metrics
+    std::string format;  // chrome-trace, xplane, hlo-op-stats, pod-viewer, pytorch-xla-metrics, hlo-proto
     std::string device;  // "gpu" or "tpu" when the format or its content says; empty when unknown
     std::string file;
     int steps = 1;                               // steps the totals cover
@@ -40,6 +53,7 @@ struct MeasuredProfile {
     std::map<std::string, double> metric_counts;
     std::map<std::string, double> metric_totals_s;
     std::map<std::string, int> metric_steps;  // the steps (MarkStep) each count covers
+    std::optional<XlaMemory> xla_memory;      // compiled HloProto: XLA's own memory numbers
 };
 
 // Throws core::UserError for a bad profile: FILE: error: at byte OFFSET: message.
@@ -59,7 +73,8 @@ std::optional<std::map<std::string, double>> matmul_time_by_shape(const Measured
 
 // Reads any supported profile, by content: Chrome trace JSON (.json / .json.gz: TensorBoard trace
 // viewer, PyTorch profiler, podsim --trace), XProf .xplane.pb, XProf pod_viewer JSON, HLO op stats
-// CSV, PyTorch/XLA metrics report. Throws core::UserError with file and byte offset on bad input.
+// CSV, PyTorch/XLA metrics report, a compiled XLA module (*.hlo.pb, its buffer assignment). Throws
+// core::UserError with file and byte offset on bad input.
 MeasuredProfile read_profile(const std::string& path);
 
 MeasuredProfile read_chrome_trace(const std::string& path, const std::string& text);
@@ -68,6 +83,7 @@ MeasuredProfile read_hlo_op_stats_csv(const std::string& path, const std::string
 MeasuredProfile read_pytorch_xla_metrics(const std::string& path, const std::string& text);
 MeasuredProfile read_nvtx_projection_csv(const std::string& path, const std::string& text);
 MeasuredProfile read_chakra_et(const std::string& path, const std::string& bytes);
+MeasuredProfile read_hlo_proto(const std::string& path, const std::string& bytes);
 
 // The same profile with its totals spread over `steps` steps instead of the ones it reports (for
 // formats without step markers, such as HLO op stats: `validate --steps N`).

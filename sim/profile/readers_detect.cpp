@@ -100,7 +100,13 @@ MeasuredProfile read_profile(const std::string& path) {
         if (!et) profile_error(path, 0, "a tar archive without a Chakra .et member");
         return read_chakra_et(path, *et);
     }
-    if (path.size() > 3 && path.compare(path.size() - 3, 3, ".et") == 0) return read_chakra_et(path, bytes);
+    auto ends_with = [&path](std::string_view suffix) {
+        return path.size() >= suffix.size() &&
+               path.compare(path.size() - suffix.size(), suffix.size(), suffix) == 0;
+    };
+    if (ends_with(".et")) return read_chakra_et(path, bytes);
+    // An HloProto and an XSpace both open with a length-delimited field 1: told apart by name.
+    if (ends_with(".hlo.pb") || ends_with(".hlo.pb.gz")) return read_hlo_proto(path, bytes);
     std::size_t first = bytes.find_first_not_of(" \t\r\n");
     if (first == std::string::npos) profile_error(path, 0, "empty file");
     if (bytes[first] == '{' || bytes[first] == '[') {

@@ -143,6 +143,26 @@ std::vector<CaseResult> evaluate_suite(const std::vector<config::ValidationCase>
             r.relative = false;
             r.tolerance = c.tolerance.at("all_reduce_fraction_abs");
             judged = true;
+        } else {
+            // Memory per device against XLA's buffer assignment of the same program (a compiled
+            // HloProto): the whole reservation, or the entry parameters against the sharded state.
+            const auto& m = report.memory;
+            for (const auto& [metric, predicted] :
+                 {std::pair<std::string, double>{"xla_peak_bytes", m.peak_bytes},
+                  std::pair<std::string, double>{"xla_parameter_bytes",
+                                                 m.params_bytes + m.optimizer_bytes}}) {
+                auto found = c.measured.find(metric);
+                if (found == c.measured.end() || !c.tolerance.count(metric + "_rel") || found->second <= 0)
+                    continue;
+                r.metric = metric;
+                r.predicted = predicted;
+                r.measured = found->second;
+                r.error = (r.predicted - r.measured) / r.measured;
+                r.relative = true;
+                r.tolerance = c.tolerance.at(metric + "_rel");
+                judged = true;
+                break;
+            }
         }
         bool within = judged && std::fabs(r.error) <= r.tolerance && r.fits;
         if (!judged) {
@@ -237,6 +257,8 @@ std::string value_text(const CaseResult& r, double v) {
     if (r.metric.size() > 2 && r.metric.compare(r.metric.size() - 2, 2, "_s") == 0)
         return core::format_seconds(v);
     if (r.metric == "median_rel_error") return v == 0.0 ? std::string("(per op)") : fmt::format("{:.2f}", v);
+    if (r.metric.size() > 6 && r.metric.compare(r.metric.size() - 6, 6, "_bytes") == 0)
+        return core::format_bytes(v);
     return fmt::format("{:.3f}", v);
 }
 std::string error_text(const CaseResult& r) {
@@ -263,6 +285,7 @@ std::string memory_text(const CaseResult& r) {
 }
 std::string mfu_text(const CaseResult& r) {
     if (r.metric == "time_s" || r.metric == "median_rel_error") return "";
+    if (r.metric.rfind("xla_", 0) == 0) return "";  // a memory check: the program ran on other hardware
     if (r.predicted_mfu == 0.0 && r.measured_mfu == 0.0) return "";  // whole-run quantities
     std::string s = fmt::format("{:.1f}%", 100.0 * r.predicted_mfu);
     if (r.measured_mfu > 0) s += fmt::format(" / {:.1f}%", 100.0 * r.measured_mfu);

@@ -19,7 +19,7 @@ std::string_view status_name(CaseStatus status);
 struct CaseResult {
     std::string id;
     std::string source;
-    std::string metric;  // step_time_s, all_reduce_fraction
+    std::string metric;  // step_time_s, all_reduce_fraction, xla_peak_bytes, xla_parameter_bytes
     double predicted = 0.0;
     double measured = 0.0;
     double error = 0.0;  // relative for step_time_s, absolute for fractions

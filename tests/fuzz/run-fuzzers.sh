@@ -16,7 +16,7 @@ shift 2
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
   targets=(run_config model topology sweep validation profile chrome_trace xplane hlo_op_stats
-           xla_metrics nvtx chakra pod_viewer)
+           xla_metrics nvtx chakra pod_viewer hlo_proto)
 fi
 work=$build/fuzz
 seeds=$work/seeds
@@ -45,11 +45,13 @@ seed xplane tests/data/*.xplane.pb
 seed hlo_op_stats tests/data/*.csv
 seed xla_metrics tests/data/pytorch_xla_metrics_*.txt
 seed pod_viewer tests/data/*.pod_viewer.json
-mkdir -p "$seeds/chrome_trace" "$seeds/nvtx" "$seeds/chakra"
+mkdir -p "$seeds/chrome_trace" "$seeds/nvtx" "$seeds/chakra" "$seeds/hlo_proto"
 zcat tests/data/hta__nccl_data.json.gz > "$seeds/chrome_trace/hta__nccl_data.json"
 zcat tests/data/jaxtoolbox__pax_fsdp4_proc0__nvtx_gpu_proj_trace.csv.gz > "$seeds/nvtx/nvtx_gpu_proj_trace.csv"
 tar -xzf tests/data/chakra__feeder_tests_trace.tar.gz -C "$seeds/chakra"
 find "$seeds/chakra" -type f ! -name '*.et' -delete
+# The compiled module is 6.5 MB: its first 64 KiB (the fuzzing length limit) start the HloProto.
+zcat tests/data/*.hlo.pb.gz | head -c 65536 > "$seeds/hlo_proto/module.hlo.pb" || true
 # podsim's own trace of a small config: a valid Chrome trace small enough to mutate whole.
 podsim_bin=$(find "$build" -maxdepth 1 -name podsim -type f | head -1)
 if [ -n "$podsim_bin" ]; then
@@ -70,7 +72,7 @@ run_target() {
   [ -d tests/fuzz/regressions/$t ] && dirs+=("tests/fuzz/regressions/$t")
   local max_len
   case $t in
-    profile|chrome_trace|xplane|hlo_op_stats|xla_metrics|nvtx|chakra|pod_viewer)
+    profile|chrome_trace|xplane|hlo_op_stats|xla_metrics|nvtx|chakra|pod_viewer|hlo_proto)
       dirs+=(tests/fuzz/regressions/profile); max_len=65536 ;;
     *) max_len=8192 ;;
   esac

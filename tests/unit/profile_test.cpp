@@ -4,15 +4,18 @@
 
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <random>
 #include <sstream>
 
 #include <fmt/format.h>
 
+#include "config/load.hpp"
 #include "core/diagnostics.hpp"
 #include "profile/compare.hpp"
 #include "profile/measured_profile.hpp"
 #include "report/format.hpp"
+#include "run/simulate.hpp"
 #include "support.hpp"
 
 // Readers of measured profiles, on the real sample files (tests/data/README.md lists their origin).
@@ -185,4 +188,75 @@ TEST_CASE("a matmul's narrowest dimension from its HLO text and FLOPs") {
     CHECK(profile::matmul_narrowest_dim("%c = f32[] constant(0)", 1e6) == 0.0);
     CHECK(profile::matmul_narrowest_dim("%x = bf16[128,128]{1,0} fusion(...)", 0.0) == 0.0);
     CHECK(profile::matmul_narrowest_dim("no shape here", 1e9) == 0.0);
+}
+
+TEST_CASE("a compiled XLA module: the buffer assignment's memory per device, by what it holds") {
+    // Pax GPT, FSDP over 4 A100s, one device's program (tests/data/README.md). Sums of its
+    // BufferAllocationProto sizes by kind, checked against a separate decoding of the same file.
+    const std::string file = data(
+        "jaxtoolbox__pax_fsdp4_proc0__module_0040.pjit__wrapped_step_fn.sm_8.0_gpu_after_optimizations.hlo."
+        "pb.gz");
+    auto p = profile::read_profile(file);
+    CHECK(p.format == "hlo-proto");
+    CHECK(p.device == "gpu");
+    CHECK(p.step_time_s == 0.0);
+    CHECK(p.category_s.empty());
+    REQUIRE(p.xla_memory);
+    const auto& m = *p.xla_memory;
+    CHECK(m.module == "pjit__wrapped_step_fn");
+    CHECK(m.allocations == 1323);
+    CHECK(m.parameter_bytes == 376'927'268.0);
+    CHECK(m.temp_bytes == 16'384'178'784.0);
+    CHECK(m.output_bytes == 137'306.0);
+    CHECK(m.constant_bytes == 8.0);
+    // The suite's two cases quote these numbers: they must not drift from the file.
+    int quoted = 0;
+    std::optional<run::RunSpec> spec;
+    for (const auto& c : config::load_validation_suite(test::source_path("tests/validation"))) {
+        if (auto it = c.measured.find("xla_peak_bytes"); it != c.measured.end()) {
+            CHECK(it->second == m.total_bytes());
+            spec = c.run;
+            ++quoted;
+        }
+        if (auto it = c.measured.find("xla_parameter_bytes"); it != c.measured.end()) {
+            CHECK(it->second == m.parameter_bytes);
+            ++quoted;
+        }
+    }
+    CHECK(quoted == 2);
+
+    // Compared with a prediction: memory rows, no time categories (the module has no timings).
+    REQUIRE(spec);
+    auto report = run::simulate(*spec).report;
+    auto c = profile::compare(report, p, 128);
+    CHECK(c.has_memory);
+    CHECK(c.categories.empty());
+    CHECK(c.measured_peak_bytes == m.total_bytes());
+    CHECK(c.predicted_peak_bytes == report.memory.peak_bytes);
+    CHECK(c.predicted_state_bytes == report.memory.params_bytes + report.memory.optimizer_bytes);
+    const std::string text = profile::format_comparison(c);
+    CHECK(text.find("memory per device (XLA buffer assignment)") != std::string::npos);
+    CHECK(text.find("by op category") == std::string::npos);
+    CHECK(profile::comparison_json(c).find("\"xla_peak_bytes\": 16761243366") != std::string::npos);
+}
+
+TEST_CASE("a compiled XLA module: broken or without a buffer assignment, a clear error") {
+    const std::string dir = (fs::temp_directory_path() / fmt::format("podsim-hlo-{}", ::getpid())).string();
+    fs::create_directories(dir);
+    auto message_of = [&](const std::string& name, const std::string& bytes) {
+        std::ofstream(dir + "/" + name, std::ios::binary) << bytes;
+        try {
+            profile::read_profile(dir + "/" + name);
+        } catch (const core::UserError& e) {
+            return std::string(e.what());
+        }
+        return std::string("no error");
+    };
+    // hlo_module only (field 1, "m"): no buffer assignment.
+    CHECK(message_of("module.hlo.pb", std::string("\x0a\x03\x0a\x01m", 5))
+              .find("without a buffer assignment") != std::string::npos);
+    // A buffer assignment whose length runs past the end of the file.
+    CHECK(message_of("cut.hlo.pb", std::string("\x1a\x40\x1a\x02", 4)).find("runs past the end") !=
+          std::string::npos);
+    fs::remove_all(dir);
 }
