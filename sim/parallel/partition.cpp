@@ -47,9 +47,14 @@ class Partitioner {
             "microbatches must divide the batch (validated by config)");
         samples_ = in.training.global_batch / in.training.microbatches;
         param_bytes_ = static_cast<double>(core::dtype_bytes(in.training.param_dtype));
-        fsdp_bytes_ = in.runtime.fsdp_collectives_in_compute_dtype()
-                          ? static_cast<double>(core::dtype_bytes(in.training.dtype))
-                          : param_bytes_;
+        // Every framework casts a parameter shard to the compute dtype before the all-gather, so FSDP
+        // gathers move compute-dtype weights and the gradient reduce-scatter compute-dtype gradients:
+        // JAX because the convert is elementwise on the shard and GSPMD inserts the gather after it
+        // (MaxText layers/linears.py: `kernel = jnp.asarray(kernel, self.dtype)`; PyTorch/XLA SPMD is
+        // partitioned the same way); PyTorch/XLA FSDP because `_rebuild_full_params` converts the
+        // shard to `compute_dtype` before `all_gather`, and reduce-scatters gradients in it unless
+        // `fp32_reduce_scatter` (torch_xla/distributed/fsdp/xla_fully_sharded_data_parallel.py).
+        fsdp_bytes_ = static_cast<double>(core::dtype_bytes(in.training.dtype));
         reduce_scatter_bytes_ = in.runtime.fp32_reduce_scatter
                                     ? static_cast<double>(core::dtype_bytes(core::DType::fp32))
                                     : fsdp_bytes_;

@@ -58,14 +58,6 @@ struct RuntimeSpec {
     bool host_blocks_device() const { return is_pytorch_xla(framework); }
     // PyTorch builds modules on the CPU before moving them to the device: once per process.
     bool full_model_on_host() const { return host_full_init.value_or(is_pytorch_xla(framework)); }
-    // Every framework casts a parameter shard to the compute dtype before the all-gather, so FSDP
-    // gathers move compute-dtype weights and the gradient reduce-scatter compute-dtype gradients:
-    // JAX because the convert is elementwise on the shard and GSPMD inserts the gather after it
-    // (MaxText layers/linears.py: `kernel = jnp.asarray(kernel, self.dtype)`; PyTorch/XLA SPMD is
-    // partitioned the same way); PyTorch/XLA FSDP because `_rebuild_full_params` converts the shard
-    // to `compute_dtype` before `all_gather`, and reduce-scatters gradients in it unless
-    // `fp32_reduce_scatter` (torch_xla/distributed/fsdp/xla_fully_sharded_data_parallel.py).
-    bool fsdp_collectives_in_compute_dtype() const { return true; }
     // PyTorch/XLA with PJRT runs one process per chip (on v2/v3 with one thread per TensorCore: "4
     // processes with 2 threads each", PyTorch/XLA PJRT docs); JAX and PyTorch/XLA SPMD one per host.
     bool process_per_chip() const { return framework == Framework::pytorch_xla; }
