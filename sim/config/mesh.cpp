@@ -9,6 +9,7 @@
 #include "config/schema.hpp"
 #include "config/yaml_reader.hpp"
 #include "core/suggest.hpp"
+#include "parallel/parallelism.hpp"
 
 namespace podsim::config {
 
@@ -18,8 +19,6 @@ using core::Dimension;
 using detail::MapReader;
 
 namespace {
-
-const std::vector<std::string> kRunAxisNames = {"data", "fsdp", "tensor"};
 
 struct AxisEntry {
     std::string name;
@@ -39,9 +38,10 @@ std::vector<AxisEntry> parse_axes(const YAML::Node& node, const std::string& fil
     for (auto it = node.begin(); it != node.end(); ++it) {
         std::string name = it->first.IsScalar() ? it->first.Scalar() : "";
         std::string key_path = path + "." + name;
-        if (std::find(kRunAxisNames.begin(), kRunAxisNames.end(), name) == kRunAxisNames.end()) {
-            std::string message = fmt::format("unknown mesh axis '{}': axes are data, fsdp and tensor", name);
-            if (auto hint = core::closest_match(name, kRunAxisNames))
+        if (parallel::parallelism_named(name) == nullptr) {
+            std::string message =
+                fmt::format("unknown mesh axis '{}': axes are {}", name, parallel::axis_names_text());
+            if (auto hint = core::closest_match(name, parallel::axis_names()))
                 message += fmt::format(" (did you mean '{}'?)", *hint);
             d.error(detail::location_of(it->first, file), key_path, message);
             continue;
@@ -196,9 +196,16 @@ void parse_mesh(const MapReader& run, RunSpec& spec, Diagnostics& d) {
     spec.mesh.ici = resolve_axes(ici, devices, long_form ? "mesh.ici" : "mesh", ici_where, what, d);
     spec.mesh.dcn = resolve_axes(dcn, spec.slices, "mesh.dcn", detail::location_of(node, file), "slices", d);
     for (const auto& axis : spec.mesh.dcn) {
-        if (axis.name != "data" && axis.size > 1) {
-            d.error(detail::location_of(node, file), "mesh.dcn." + axis.name,
-                    "only data parallelism runs across slices over DCN (use data)");
+        const parallel::ParallelismKind* kind = parallel::parallelism_named(axis.name);
+        if (kind && !kind->across_slices && axis.size > 1) {
+            const auto across = parallel::dcn_axis_names();
+            std::string names;
+            for (std::size_t i = 0; i < across.size(); ++i)
+                names += (i == 0 ? "" : i + 1 == across.size() ? " and " : ", ") + across[i];
+            d.error(
+                detail::location_of(node, file), "mesh.dcn." + axis.name,
+                fmt::format("only {} parallelism run{} across slices over DCN (use {})", names,
+                            across.size() == 1 ? "s" : "", across.size() == 1 ? across[0] : "one of them"));
         }
     }
 }

@@ -49,8 +49,8 @@ inline constexpr core::Key kRunKeys[] = {
     {.path = "mesh",
      .kind = KeyKind::mapping,
      .required = true,
-     .help = "logical axes: shorthand {fsdp: 4} for one slice, or {ici: {...}, dcn: {...}}; axis names data, "
-             "fsdp, tensor; one size per level may be auto"},
+     .help = "logical axes: shorthand {fsdp: 4} for one slice, or {ici: {...}, dcn: {...}}; axis names as "
+             "`podsim explain parallelism` lists them; one size per level may be auto"},
     {.path = "mesh.ici",
      .kind = KeyKind::mapping,
      .default_note = "(required in long form)",

@@ -7,6 +7,7 @@
 #include "config/run_keys.hpp"
 #include "cost/calibration.hpp"
 #include "hardware/topology_keys.hpp"
+#include "parallel/parallelism.hpp"
 #include "parallel/runtime_keys.hpp"
 #include "workload/model_keys.hpp"
 #include "workload/training_keys.hpp"
@@ -128,6 +129,7 @@ std::vector<std::string> explainable() {
     std::vector<std::string> names;
     for (const auto& s : kSchemas) names.emplace_back(s.name);
     names.emplace_back("calibration");
+    names.emplace_back("parallelism");
     return names;
 }
 
@@ -145,6 +147,7 @@ std::string explain(std::string_view what) {
         }
         if (!s.footer.empty()) out += fmt::format("\n{}\n", s.footer);
     }
+    if (what == "parallelism") out += parallel::explain_parallelism();
     if (what == "calibration") {
         out += "cost-model parameters — override in a run config's `calibration:` block\n\n";
         for (const auto& p : cost::calibration_parameters()) {

@@ -8,6 +8,7 @@
 
 #include "core/assert.hpp"
 #include "core/dtype.hpp"
+#include "parallel/parallelism.hpp"
 #include "workload/lower.hpp"
 
 namespace podsim::parallel {
@@ -36,12 +37,13 @@ class Partitioner {
             own_names_ = std::make_unique<ProgramNames>(in.graph);
             names_ = own_names_.get();
         }
-        data_ = in.mesh.size_of("data");
-        fsdp_ = in.mesh.ici_size_of("fsdp");
-        tensor_ = in.mesh.ici_size_of("tensor");
-        batch_div_ = static_cast<double>(data_ * fsdp_);
+        // The axes whose collectives the partitioner inserts, and what each kind splits: read from the
+        // parallelism declarations (parallel/parallelism.hpp).
+        fsdp_ = axis_size(in.mesh, gathering_.kind);
+        tensor_ = axis_size(in.mesh, reducing_.kind);
         preds_ = g_.predecessor_lists();
-        divisor_ = {1.0, batch_div_, static_cast<double>(tensor_), static_cast<double>(fsdp_ * tensor_)};
+        for (std::size_t role = 0; role < divisor_.size(); ++role)
+            divisor_[role] = static_cast<double>(parallel::divisor(in.mesh, static_cast<Shard>(role)));
         PODSIM_ASSERT(
             in.training.microbatches > 0 && in.training.global_batch % in.training.microbatches == 0,
             "microbatches must divide the batch (validated by config)");
@@ -189,6 +191,9 @@ class Partitioner {
         p_.resources.push_back(Resource{"host", ResourceKind::host, -1});
     }
 
+    // The comm axis of kind `kind` in this program, or -1 when its axis has size 1.
+    int axis(const ParallelismKind& kind) const { return axis(std::string(kind.name)); }
+
     std::string_view op_name(int graph_op, OpSuffix suffix) { return names_->op(graph_op, suffix); }
     std::string_view group_name(int group, GroupSuffix suffix) { return names_->group(group, suffix); }
 
@@ -220,10 +225,6 @@ class Partitioner {
     int axis(const std::string& name) const {
         auto it = axis_index_.find(name);
         return it == axis_index_.end() ? -1 : it->second;
-    }
-
-    double group_divisor(const workload::ParamGroup& group) const {
-        return static_cast<double>(fsdp_) * (group.tensor_sharded ? static_cast<double>(tensor_) : 1.0);
     }
 
     void make_state() {
@@ -385,9 +386,9 @@ class Partitioner {
 
     void emit_microbatch(const std::vector<int>& step_ops, int mb, bool last_microbatch,
                          std::vector<int>& final_grad) {
-        const int fsdp_axis = axis("fsdp");
-        const int tensor_axis = axis("tensor");
-        const int data_axis = axis("data");
+        const int fsdp_axis = axis(gathering_);
+        const int tensor_axis = axis(reducing_);
+        const int data_axis = axis(kind_inserting(CollectiveRule::all_reduce_gradients));
         const int depth = in_.runtime.async() ? std::max(0, in_.runtime.prefetch_depth) : 0;
         const bool sequence = tensor_axis >= 0 && in_.training.tensor_sequence;
         const bool collective_matmul = sequence && in_.runtime.overlaps_collective_matmul();
@@ -602,10 +603,12 @@ class Partitioner {
     const workload::OpGraph& g_;
     workload::OpGraph::PredecessorLists preds_;
     DeviceProgram p_;
-    long data_ = 1, fsdp_ = 1, tensor_ = 1;
-    double batch_div_ = 1.0;
-    std::array<double, 4> divisor_{};  // by Shard: a table, as every extent asks
-    std::int64_t samples_ = 1;         // per microbatch, all chips: what the graph's batch extents count
+    // The kinds that gather parameters (FSDP) and reduce partial sums (tensor), and their axes' sizes.
+    const ParallelismKind& gathering_ = kind_inserting(CollectiveRule::gather_parameters);
+    const ParallelismKind& reducing_ = kind_inserting(CollectiveRule::reduce_partial_sums);
+    long fsdp_ = 1, tensor_ = 1;
+    std::array<double, workload::kShardRoles> divisor_{};  // by Shard: a table, as every extent asks
+    std::int64_t samples_ = 1;  // per microbatch, all chips: what the graph's batch extents count
     double param_bytes_ = 4.0;
     double fsdp_bytes_ = 4.0;            // per element of FSDP gathers
     double reduce_scatter_bytes_ = 4.0;  // per element of FSDP gradient reduce-scatters
@@ -629,12 +632,10 @@ class Partitioner {
 
 StateBytes state_bytes(const std::vector<const workload::ParamGroup*>& groups,
                        const workload::TrainingSpec& training, const network::MeshSpec& mesh) {
-    const auto fsdp = static_cast<double>(mesh.ici_size_of("fsdp"));
-    const auto tensor = static_cast<double>(mesh.ici_size_of("tensor"));
     const auto param_bytes = static_cast<double>(core::dtype_bytes(training.param_dtype));
     StateBytes state;
     for (const workload::ParamGroup* group : groups) {
-        const double divisor = fsdp * (group->tensor_sharded ? tensor : 1.0);
+        const auto divisor = static_cast<double>(param_group_divisor(mesh, *group));
         const double shard = static_cast<double>(group->params) / divisor;
         state.params += shard * param_bytes;
         state.grads += shard * param_bytes;

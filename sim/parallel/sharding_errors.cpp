@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "network/axis_mapping.hpp"
+#include "parallel/parallelism.hpp"
 
 namespace podsim::parallel {
 
@@ -14,10 +15,8 @@ std::vector<ShardingError> sharding_errors(const workload::ModelSpec& m, const w
                                            const hardware::SliceShape& slice, int slices,
                                            const network::MeshSpec& mesh) {
     std::vector<ShardingError> errors;
-    const long data = mesh.size_of("data");
-    const long fsdp = mesh.size_of("fsdp");
-    const long tensor = mesh.size_of("tensor");
-    const long batch_shards = data * fsdp;
+    // The batch of a microbatch splits over every kind that splits Shard::batch.
+    const long batch_shards = divisor(mesh, workload::Shard::batch);
     if (t.microbatches <= 0 || t.global_batch % t.microbatches != 0) {
         errors.push_back({"training.microbatches", fmt::format("{} does not divide the global batch {}",
                                                                t.microbatches, t.global_batch)});
@@ -25,30 +24,33 @@ std::vector<ShardingError> sharding_errors(const workload::ModelSpec& m, const w
         errors.push_back(
             {"training.global_batch",
              fmt::format("the batch of each microbatch ({}) is split over the data-parallel axes "
-                         "(data x fsdp = {}) and must be divisible by it",
-                         t.global_batch / t.microbatches, batch_shards)});
+                         "({} = {}) and must be divisible by it",
+                         t.global_batch / t.microbatches, split_by_text(workload::Shard::batch),
+                         batch_shards)});
     }
-    if (tensor > 1) {
+    // Every dimension a kind splitting Shard::tensor divides (workload/lower.cpp) against its axis.
+    for (const auto& kind : kParallelisms) {
+        if (!splits(kind, workload::Shard::tensor)) continue;
+        const long tensor = axis_size(mesh, kind.kind);
+        if (tensor <= 1) continue;
+        const std::string key = fmt::format("mesh.{}", kind.name);
         if (m.heads % tensor != 0) {
-            errors.push_back(
-                {"mesh.tensor",
-                 fmt::format("model.heads ({}) is not divisible by the tensor axis ({})", m.heads, tensor)});
+            errors.push_back({key, fmt::format("model.heads ({}) is not divisible by the {} axis ({})",
+                                               m.heads, kind.name, tensor)});
         }
         if (m.kv_heads % tensor != 0 && tensor % m.kv_heads != 0) {
-            errors.push_back(
-                {"mesh.tensor", fmt::format("model.kv_heads ({}) is not divisible by the tensor axis "
-                                            "({}), nor the axis by it",
-                                            m.kv_heads, tensor)});
+            errors.push_back({key, fmt::format("model.kv_heads ({}) is not divisible by the {} axis "
+                                               "({}), nor the axis by it",
+                                               m.kv_heads, kind.name, tensor)});
         }
         if (t.tensor_sequence && (m.tokens_per_sample(t.seq_len) % tensor) != 0) {
             errors.push_back({"training.tensor_sequence",
-                              fmt::format("the sequence ({} tokens) is not divisible by the tensor axis ({})",
-                                          m.tokens_per_sample(t.seq_len), tensor)});
+                              fmt::format("the sequence ({} tokens) is not divisible by the {} axis ({})",
+                                          m.tokens_per_sample(t.seq_len), kind.name, tensor)});
         }
         if (m.d_ff % tensor != 0) {
-            errors.push_back(
-                {"mesh.tensor",
-                 fmt::format("model.d_ff ({}) is not divisible by the tensor axis ({})", m.d_ff, tensor)});
+            errors.push_back({key, fmt::format("model.d_ff ({}) is not divisible by the {} axis ({})", m.d_ff,
+                                               kind.name, tensor)});
         }
     }
     if ((t.remat == workload::Remat::qkv_proj_offloaded || t.remat == workload::Remat::minimal_offloaded) &&

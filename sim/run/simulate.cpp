@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "core/diagnostics.hpp"
+#include "parallel/parallelism.hpp"
 #include "parallel/partition.hpp"
 #include "parallel/sharding_errors.hpp"
 #include "report/build_report.hpp"
@@ -167,7 +168,11 @@ bool finish_step(const RunSpec& spec, const parallel::RuntimeSpec& runtime, Simu
                             spec.slices, spec.mesh, spec.mfu_attention, sim.program, sim.costs, sim.timeline,
                             sim.memory, sim.host_memory, compile_s, fold ? &fold->report_splices : nullptr});
     sim.report.prefetch_depth =
-        runtime.async() && spec.mesh.ici_size_of("fsdp") > 1 ? runtime.prefetch_depth : 0;
+        runtime.async() &&
+                parallel::ici_axis_size(
+                    spec.mesh, parallel::kind_inserting(parallel::CollectiveRule::gather_parameters).kind) > 1
+            ? runtime.prefetch_depth
+            : 0;
     if (fold && sim.memory.peak_op >= 0)
         sim.report.memory.peak_op = folded_peak_name(sim, *fold, folded_peak);
     return true;

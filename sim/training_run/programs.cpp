@@ -7,6 +7,7 @@
 
 #include "core/assert.hpp"
 #include "core/time.hpp"
+#include "parallel/parallelism.hpp"
 
 namespace podsim::training_run {
 
@@ -52,7 +53,7 @@ const run::Simulation& ProgramLibrary::step(int seq_len, long batch) {
     if (!spec.model.is_vit() && seq_len > 0) spec.training.seq_len = seq_len;
     // A batch the data-parallel axes cannot split evenly is padded up to one they can, as SPMD
     // frameworks pad a last partial batch.
-    const long shards = spec.mesh.size_of("data") * spec.mesh.size_of("fsdp") * spec.training.microbatches;
+    const long shards = parallel::divisor(spec.mesh, workload::Shard::batch) * spec.training.microbatches;
     spec.training.global_batch = std::max(shards, (batch + shards - 1) / shards * shards);
     auto sim = std::make_unique<run::Simulation>(run::simulate(spec));
     return *steps_.emplace(key, std::move(sim)).first->second;

@@ -9,13 +9,16 @@
 
 namespace podsim::workload {
 
-// How a tensor dimension is split across chips; the parallel module turns it into a divisor.
+// How a tensor dimension is split across chips: its role. The parallel module turns it into a
+// divisor, the product of the axes of every parallelism kind that splits the role
+// (parallel/parallelism.hpp).
 enum class Shard : std::uint8_t {
     none,
     batch,   // over every data-parallel axis (data, fsdp, dcn data)
     tensor,  // over the tensor axis (heads, MLP width)
     param,   // parameters and their state: over fsdp and tensor
 };
+inline constexpr std::size_t kShardRoles = static_cast<std::size_t>(Shard::param) + 1;
 
 // A batch-sharded extent counts per sample: the lowered graph does not depend on the batch (one
 // graph serves every batch size of a sweep), and in a step it is `size` times the samples of a

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "parallel/parallelism.hpp"
 #include "scheduler/scheduler.hpp"
 #include "support.hpp"
 #include "workload/model_spec.hpp"
@@ -266,5 +267,38 @@ TEST_CASE("a step partitioned for one batch and resized to another is the step p
         for (const auto& op : first.program.ops) bytes_first += op.bytes;
         for (const auto& op : resized.program.ops) bytes_resized += op.bytes;
         CHECK(bytes_resized > 2.0 * bytes_first);
+    }
+}
+
+TEST_CASE("parallelism kinds are data: divisors, names and explain come from their declarations") {
+    network::MeshSpec mesh;
+    mesh.ici = {{"data", 2}, {"fsdp", 4}, {"tensor", 8}};
+    mesh.dcn = {{"data", 3}};
+    // The batch splits over data (ICI and DCN) and fsdp, heads and MLP width over tensor, parameters
+    // over fsdp and tensor (a block) or fsdp alone (a group not sharded along tensor).
+    CHECK(parallel::divisor(mesh, workload::Shard::batch) == 2 * 3 * 4);
+    CHECK(parallel::divisor(mesh, workload::Shard::tensor) == 8);
+    CHECK(parallel::divisor(mesh, workload::Shard::param) == 4 * 8);
+    CHECK(parallel::divisor(mesh, workload::Shard::none) == 1);
+    workload::ParamGroup block{"layer0", 0, 100, true, {}}, head{"head", -1, 100, false, {}};
+    CHECK(parallel::param_group_divisor(mesh, block) == 32);
+    CHECK(parallel::param_group_divisor(mesh, head) == 4);
+    CHECK(parallel::split_by_text(workload::Shard::batch) == "data x fsdp");
+    const std::string explained = parallel::explain_parallelism();
+    for (const auto& kind : parallel::kParallelisms) {
+        CHECK(parallel::parallelism_named(kind.name) == &kind);
+        bool dcn = true;
+        CHECK(parallel::parallelism_of_maxtext_key(kind.maxtext_ici, &dcn) == &kind);
+        CHECK(!dcn);
+        CHECK(explained.find(kind.maxtext_ici) != std::string::npos);
+        CHECK(explained.find(kind.collectives_text) != std::string::npos);
+    }
+    // Each collective rule belongs to exactly one kind.
+    for (auto rule :
+         {parallel::CollectiveRule::all_reduce_gradients, parallel::CollectiveRule::gather_parameters,
+          parallel::CollectiveRule::reduce_partial_sums}) {
+        int kinds = 0;
+        for (const auto& kind : parallel::kParallelisms) kinds += parallel::inserts(kind, rule) ? 1 : 0;
+        CHECK(kinds == 1);
     }
 }

@@ -1,0 +1,151 @@
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "network/mesh_spec.hpp"
+#include "workload/op.hpp"
+#include "workload/op_graph.hpp"
+
+namespace podsim::parallel {
+
+// The parallelism kinds. Everything that differs between them is in their declaration
+// (kParallelisms below): partitioning, sharding errors, mesh parsing, `explain` and sweeps read it,
+// and no module spells a kind's name. A new kind is one enum value, one declaration and, when it
+// inserts a collective no other kind does, that collective's rule.
+enum class Parallelism : std::uint8_t { data, fsdp, tensor };
+
+// Which collectives an axis of the kind inserts, and where (the partitioner's rules).
+enum class CollectiveRule : std::uint8_t {
+    // Gradients all-reduced once per step, after the last microbatch (over ICI, then DCN).
+    all_reduce_gradients,
+    // Parameters stored split over the axis: each parameter group all-gathered before its first use
+    // in the forward and again before its first use in the backward (remat included), its gradients
+    // reduce-scattered after its last backward op, in every microbatch (ZeRO-3).
+    gather_parameters,
+    // Partial sums of a matmul contracting a split dimension all-reduced after it; with
+    // training.tensor_sequence an all-gather before each column-parallel matmul and a reduce-scatter
+    // after each row-parallel one instead (Megatron sequence parallelism).
+    reduce_partial_sums,
+};
+
+// Sets of workload::Shard roles and of collective rules, as bits.
+using ShardSet = std::uint32_t;
+using RuleSet = std::uint32_t;
+constexpr ShardSet shards(std::initializer_list<workload::Shard> roles) {
+    ShardSet set = 0;
+    for (workload::Shard role : roles) set |= ShardSet{1} << static_cast<unsigned>(role);
+    return set;
+}
+constexpr RuleSet rules(std::initializer_list<CollectiveRule> list) {
+    RuleSet set = 0;
+    for (CollectiveRule rule : list) set |= RuleSet{1} << static_cast<unsigned>(rule);
+    return set;
+}
+
+// One parallelism kind.
+struct ParallelismKind {
+    Parallelism kind;
+    std::string_view name;  // the mesh axis (mesh.ici.<name>, mesh.dcn.<name>), and the resource ici:<name>
+    // MaxText's mesh axis and config keys (MaxText configs/base.yml: mesh_axes,
+    // ici_<x>_parallelism, dcn_<x>_parallelism).
+    std::string_view maxtext_axis;
+    std::string_view maxtext_ici;
+    std::string_view maxtext_dcn;
+    bool across_slices = false;         // may be an axis of mesh.dcn
+    ShardSet splits = 0;                // the workload::Shard roles whose extents the axis divides
+    RuleSet inserts = 0;                // the collectives it inserts
+    std::string_view splits_text;       // explain: what it splits
+    std::string_view collectives_text;  // explain: the collectives it inserts, where
+    std::string_view source;
+};
+
+using workload::Shard;
+inline constexpr ParallelismKind kParallelisms[] = {
+    {.kind = Parallelism::data,
+     .name = "data",
+     .maxtext_axis = "data",
+     .maxtext_ici = "ici_data_parallelism",
+     .maxtext_dcn = "dcn_data_parallelism",
+     .across_slices = true,
+     .splits = shards({Shard::batch}),
+     .inserts = rules({CollectiveRule::all_reduce_gradients}),
+     .splits_text = "the batch",
+     .collectives_text = "one all-reduce of each parameter group's gradients (param_dtype) after the last "
+                         "microbatch; over ICI, then over DCN for mesh.dcn.data",
+     .source = "data parallelism (Krizhevsky 2014); JAX/GSPMD batch sharding"},
+    {.kind = Parallelism::fsdp,
+     .name = "fsdp",
+     .maxtext_axis = "fsdp",
+     .maxtext_ici = "ici_fsdp_parallelism",
+     .maxtext_dcn = "dcn_fsdp_parallelism",
+     .splits = shards({Shard::batch, Shard::param}),
+     .inserts = rules({CollectiveRule::gather_parameters}),
+     .splits_text = "the batch, and parameters, gradients and optimizer state",
+     .collectives_text = "per microbatch: an all-gather of each parameter group before its first forward use "
+                         "and another before its first backward use (recompute included), a reduce-scatter "
+                         "of its gradients after its last backward op",
+     .source = "ZeRO-3 (Rajbhandari et al. 2020); MaxText `fsdp` axis (configs/base.yml logical_axis_rules)"},
+    {.kind = Parallelism::tensor,
+     .name = "tensor",
+     .maxtext_axis = "tensor",
+     .maxtext_ici = "ici_tensor_parallelism",
+     .maxtext_dcn = "dcn_tensor_parallelism",
+     .splits = shards({Shard::tensor, Shard::param}),
+     .inserts = rules({CollectiveRule::reduce_partial_sums}),
+     .splits_text = "heads, KV heads, the MLP width and the vocabulary of the embedding and LM head",
+     .collectives_text =
+         "an all-reduce of the activations after each row-parallel matmul and of the input "
+         "gradient of each column-parallel one; with training.tensor_sequence an all-gather "
+         "before each column-parallel matmul and a reduce-scatter after each row-parallel one",
+     .source = "Megatron-LM (Shoeybi et al. 2019; Korthikanti et al. 2022 for sequence parallelism)"},
+};
+
+constexpr const ParallelismKind& parallelism(Parallelism kind) {
+    return kParallelisms[static_cast<std::size_t>(kind)];
+}
+static_assert(parallelism(Parallelism::tensor).kind == Parallelism::tensor, "declarations in enum order");
+
+constexpr bool splits(const ParallelismKind& kind, workload::Shard role) {
+    return (kind.splits >> static_cast<unsigned>(role)) & 1u;
+}
+constexpr bool inserts(const ParallelismKind& kind, CollectiveRule rule) {
+    return (kind.inserts >> static_cast<unsigned>(rule)) & 1u;
+}
+
+// The kind whose mesh axis is called `name`, or null.
+const ParallelismKind* parallelism_named(std::string_view name);
+// The kind whose MaxText config key is `key` (ici_fsdp_parallelism, ...), or null; `dcn` tells
+// which level the key sets.
+const ParallelismKind* parallelism_of_maxtext_key(std::string_view key, bool* dcn);
+
+// Sizes of a kind's axes in a mesh: ICI and DCN together, ICI only.
+long axis_size(const network::MeshSpec& mesh, Parallelism kind);
+long ici_axis_size(const network::MeshSpec& mesh, Parallelism kind);
+
+// The product of the (ICI and DCN) sizes of every kind that splits `role`, in declaration order.
+long divisor(const network::MeshSpec& mesh, workload::Shard role);
+// What a parameter group's parameters, gradients and optimizer state are divided by: the axes of
+// every kind that splits Shard::param, but a kind that splits tensor-parallel dimensions
+// (Shard::tensor) only for groups sharded along them (ParamGroup::tensor_sharded).
+long param_group_divisor(const network::MeshSpec& mesh, const workload::ParamGroup& group);
+// The kinds that split `role`, as "data x fsdp".
+std::string split_by_text(workload::Shard role);
+
+// The mesh axis names, in declaration order ("data, fsdp and tensor").
+std::vector<std::string> axis_names();
+std::string axis_names_text();
+// Those that may be axes of mesh.dcn.
+std::vector<std::string> dcn_axis_names();
+
+// The kind that inserts `rule`: every rule has one.
+const ParallelismKind& kind_inserting(CollectiveRule rule);
+
+// `podsim explain parallelism`: every kind with its names, what it splits and its collectives.
+std::string explain_parallelism();
+
+}  // namespace podsim::parallel
