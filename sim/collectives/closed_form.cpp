@@ -66,10 +66,15 @@ CollectiveTiming closed_form_dcn(CollectiveKind kind, double bytes, int slices, 
                                  double latency) {
     CollectiveTiming t;
     if (slices <= 1 || bytes <= 0.0) return t;
-    double received = bytes * static_cast<double>(slices - 1) / static_cast<double>(slices);
+    // A collective-permute sends the whole array to one other slice.
+    double received = kind == CollectiveKind::collective_permute
+                          ? bytes
+                          : bytes * static_cast<double>(slices - 1) / static_cast<double>(slices);
     double factor = kind == CollectiveKind::all_reduce ? 2.0 : 1.0;
     t.bandwidth_time = factor * received / bandwidth_per_chip;
-    t.latency_time = factor * static_cast<double>(slices - 1) * latency;
+    t.latency_time = kind == CollectiveKind::collective_permute
+                         ? latency
+                         : factor * static_cast<double>(slices - 1) * latency;
     t.time = t.bandwidth_time + t.latency_time;
     return t;
 }

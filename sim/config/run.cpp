@@ -169,6 +169,16 @@ RunSpec parse_run(const YAML::Node& root, const std::string& file, const fs::pat
             training.master_dtype = static_cast<core::DType>(*dt);
         training.tensor_sequence =
             t.boolean(training_key("training.tensor_sequence")).value_or(training.tensor_sequence);
+        training.pipeline_microbatches =
+            static_cast<int>(t.integer(training_key("training.num_pipeline_microbatches"))
+                                 .value_or(training.pipeline_microbatches));
+        training.layers_per_pipeline_stage =
+            static_cast<int>(t.integer(training_key("training.num_layers_per_pipeline_stage"))
+                                 .value_or(training.layers_per_pipeline_stage));
+        training.pipeline_fsdp_ag_per_repeat = t.boolean(training_key("training.pipeline_fsdp_ag_per_repeat"))
+                                                   .value_or(training.pipeline_fsdp_ag_per_repeat);
+        training.pipeline_fsdp_ag_once = t.boolean(training_key("training.pipeline_fsdp_ag_once"))
+                                             .value_or(training.pipeline_fsdp_ag_once);
     }
     bool training_ok = t.ok() && d.size() == errors_before_training;
 

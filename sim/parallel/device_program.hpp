@@ -41,6 +41,8 @@ struct CommAxis {
     ResourceKind kind = ResourceKind::ici;
     int size = 1;
     std::vector<network::AxisDimPart> parts;  // ICI placement
+    // The pipeline stage whose chips it connects: axes of different stages never share a link.
+    int stage = 0;
 };
 
 // One op as every chip runs it (SPMD: all chips run the same program), with per-chip sizes.
@@ -81,8 +83,21 @@ struct Resource {
     std::string name;  // "compute", "ici:fsdp", "dcn:data", "host"
     ResourceKind kind = ResourceKind::compute;
     int comm_axis = -1;
+    int stage = 0;  // the pipeline stage whose chips it belongs to
 };
 
+// Per-chip state of one pipeline stage that lives for the whole step (bytes).
+struct StageState {
+    double params_bytes = 0.0;
+    double grads_bytes = 0.0;
+    double optimizer_bytes = 0.0;
+};
+
+// The programs of one training step. Without pipeline parallelism every chip runs the same program
+// (SPMD). With it, each pipeline stage runs a program of its own on resources of its own
+// (Resource::stage), and ops wait for ops of other stages through collective-permutes: `ops` holds
+// the programs of every stage, each in its own program order, interleaved in an order in which
+// every op follows the ops it waits for.
 struct DeviceProgram {
     std::vector<DeviceOp> ops;  // program order
     std::vector<Resource> resources;
@@ -90,10 +105,12 @@ struct DeviceProgram {
     std::shared_ptr<const NameStore> names;  // what the ops' names point into, shared by copies
     long chips = 1;
     int microbatches = 1;
-    // Per-chip state that lives for the whole step (bytes).
+    // Per-chip state that lives for the whole step (bytes); with stages, the first stage's.
     double params_bytes = 0.0;
     double grads_bytes = 0.0;
     double optimizer_bytes = 0.0;
+    int stages = 1;                       // pipeline stages: programs
+    std::vector<StageState> stage_state;  // by stage, when stages > 1
 };
 
 }  // namespace podsim::parallel

@@ -17,7 +17,7 @@ namespace podsim::parallel {
 // (kParallelisms below): partitioning, sharding errors, mesh parsing, `explain` and sweeps read it,
 // and no module spells a kind's name. A new kind is one enum value, one declaration and, when it
 // inserts a collective no other kind does, that collective's rule.
-enum class Parallelism : std::uint8_t { data, fsdp, tensor };
+enum class Parallelism : std::uint8_t { data, fsdp, tensor, pipeline };
 
 // Which collectives an axis of the kind inserts, and where (the partitioner's rules).
 enum class CollectiveRule : std::uint8_t {
@@ -31,6 +31,12 @@ enum class CollectiveRule : std::uint8_t {
     // training.tensor_sequence an all-gather before each column-parallel matmul and a reduce-scatter
     // after each row-parallel one instead (Megatron sequence parallelism).
     reduce_partial_sums,
+    // The layers split into stages, each a program of its own: a stage's activations go to the next
+    // stage (and its input gradients to the previous one) by collective-permute, once per microbatch
+    // and repeat (MaxText layers/pipeline.py). The parts of the step outside the pipeline (embedding,
+    // head, loss) run on every stage with the stage axis splitting their batch, and their gradients are
+    // all-reduced over it (MaxText's logical rule activation_embed_and_logits_batch maps `stage`).
+    pass_activations,
 };
 
 // Sets of workload::Shard roles and of collective rules, as bits.
@@ -103,12 +109,27 @@ inline constexpr ParallelismKind kParallelisms[] = {
          "gradient of each column-parallel one; with training.tensor_sequence an all-gather "
          "before each column-parallel matmul and a reduce-scatter after each row-parallel one",
      .source = "Megatron-LM (Shoeybi et al. 2019; Korthikanti et al. 2022 for sequence parallelism)"},
+    {.kind = Parallelism::pipeline,
+     .name = "pipeline",
+     .maxtext_axis = "stage",
+     .maxtext_ici = "ici_pipeline_parallelism",
+     .maxtext_dcn = "dcn_pipeline_parallelism",
+     .across_slices = true,
+     .inserts = rules({CollectiveRule::pass_activations}),
+     .splits_text =
+         "the layers, into stages (training.num_layers_per_pipeline_stage consecutive layers per stage "
+         "and repeat); outside the pipeline (embedding, head, loss) the batch",
+     .collectives_text =
+         "a collective-permute of each microbatch's activations to the next stage in the forward "
+         "and of its input gradient to the previous stage in the backward; an all-reduce of the "
+         "embedding's and head's gradients",
+     .source = "GPipe (Huang et al. 2019); MaxText layers/pipeline.py (GPipe and circular schedules)"},
 };
 
 constexpr const ParallelismKind& parallelism(Parallelism kind) {
     return kParallelisms[static_cast<std::size_t>(kind)];
 }
-static_assert(parallelism(Parallelism::tensor).kind == Parallelism::tensor, "declarations in enum order");
+static_assert(parallelism(Parallelism::pipeline).kind == Parallelism::pipeline, "declarations in enum order");
 
 constexpr bool splits(const ParallelismKind& kind, workload::Shard role) {
     return (kind.splits >> static_cast<unsigned>(role)) & 1u;

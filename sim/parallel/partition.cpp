@@ -6,9 +6,12 @@
 #include <memory>
 #include <string_view>
 
+#include <fmt/format.h>
+
 #include "core/assert.hpp"
 #include "core/dtype.hpp"
 #include "parallel/parallelism.hpp"
+#include "parallel/pipeline_schedule.hpp"
 #include "workload/lower.hpp"
 
 namespace podsim::parallel {
@@ -48,6 +51,13 @@ class Partitioner {
             in.training.microbatches > 0 && in.training.global_batch % in.training.microbatches == 0,
             "microbatches must divide the batch (validated by config)");
         samples_ = in.training.global_batch / in.training.microbatches;
+        pipeline_ = pipeline_schedule(in.training, in.mesh, g_.layers);
+        if (pipeline_.pipelined()) {
+            // A pipeline microbatch's layers see its share of the batch; the parts outside the
+            // pipeline run on every stage for the stage's share (the stage axis splits their batch).
+            samples_ = in.training.global_batch / pipeline_.microbatches;
+            outer_samples_ = in.training.global_batch / pipeline_.stages;
+        }
         param_bytes_ = static_cast<double>(core::dtype_bytes(in.training.param_dtype));
         // Every framework casts a parameter shard to the compute dtype before the all-gather, so FSDP
         // gathers move compute-dtype weights and the gradient reduce-scatter compute-dtype gradients:
@@ -69,6 +79,7 @@ class Partitioner {
         p_.microbatches = in_.training.microbatches;
         make_resources();
         make_state();
+        if (pipeline_.pipelined()) return run_pipelined();
 
         const std::vector<int>& order = g_.topological_order();
         // Every op of the graph once per microbatch, plus its collectives and copies: reserved so
@@ -106,6 +117,246 @@ class Partitioner {
         return std::move(p_);
     }
 
+    // With pipeline stages: one program per stage (DeviceProgram), emitted in the order of MaxText's
+    // pipeline iterations so that every op follows what it waits for. Each stage runs the part outside
+    // the pipeline for its share of the batch (embedding forward; head and loss; embedding backward),
+    // and between them its chunks of layers, one microbatch at a time: the forwards in the order
+    // pipeline_schedule.hpp gives, then the backwards in reverse. A chunk's input comes from the stage
+    // before it (its gradient from the stage after) by collective-permute (staged_ready).
+    DeviceProgram run_pipelined() {
+        const PipelineSchedule& pp = pipeline_;
+        p_.stages = pp.stages;
+        p_.microbatches = pp.microbatches;
+        const ParallelismKind& staging = kind_inserting(CollectiveRule::pass_activations);
+        stage_axis_ = axis(staging);
+        if (stage_axis_ < 0) stage_axis_ = axis("dcn:" + std::string(staging.name));
+        PODSIM_ASSERT(stage_axis_ >= 0, "a pipeline without a stage axis");
+        // A stage holds its own layers and a copy of the parts outside the pipeline.
+        for (int stage = 0; stage < pp.stages; ++stage) {
+            std::vector<const workload::ParamGroup*> groups;
+            for (const auto& group : g_.param_groups)
+                if (group.layer < 0 || pp.stage_of_layer(group.layer) == stage) groups.push_back(&group);
+            const StateBytes state = state_bytes(groups, in_.training, in_.mesh);
+            p_.stage_state.push_back({state.params, state.grads, state.optimizer});
+        }
+        p_.params_bytes = p_.stage_state[0].params_bytes;
+        p_.grads_bytes = p_.stage_state[0].grads_bytes;
+        p_.optimizer_bytes = p_.stage_state[0].optimizer_bytes;
+
+        // Sections: the parts outside the pipeline (before, between and after the layers) and each
+        // chunk's forward and backward ops, in program order.
+        const std::vector<int>& order = g_.topological_order();
+        const int chunks = g_.layers / pp.layers_per_stage;
+        std::vector<int> pre, mid, post, optimizer_ops;
+        std::vector<std::vector<int>> chunk_fwd(static_cast<std::size_t>(chunks)),
+            chunk_bwd(static_cast<std::size_t>(chunks));
+        bool layers_seen = false, backward_seen = false;
+        for (int i : order) {
+            const Op& op = g_.op(i);
+            if (op.phase == Phase::optimizer) {
+                optimizer_ops.push_back(i);
+            } else if (op.layer >= 0) {
+                const auto c = static_cast<std::size_t>(pp.chunk_of_layer(op.layer));
+                (op.phase == Phase::forward ? chunk_fwd : chunk_bwd)[c].push_back(i);
+                layers_seen = true;
+                backward_seen = backward_seen || op.phase != Phase::forward;
+            } else {
+                (!layers_seen ? pre : !backward_seen ? mid : post).push_back(i);
+            }
+        }
+        auto plan_of = [&](const std::vector<int>& ops) {
+            std::array<BlockPlan, 2> plans;
+            plan_section(ops, plans.data());
+            return plans;
+        };
+        std::vector<std::array<BlockPlan, 2>> fwd_plans, bwd_plans;
+        for (int c = 0; c < chunks; ++c) {
+            fwd_plans.push_back(plan_of(chunk_fwd[static_cast<std::size_t>(c)]));
+            bwd_plans.push_back(plan_of(chunk_bwd[static_cast<std::size_t>(c)]));
+        }
+        const auto pre_plans = plan_of(pre), mid_plans = plan_of(mid), post_plans = plan_of(post);
+        // A tied embedding's gradients complete after the embedding's backward, not the LM head's.
+        std::vector<char> finishing_mid(g_.param_groups.size(), 1);
+        for (int i : post)
+            if (g_.op(i).param_group >= 0) finishing_mid[static_cast<std::size_t>(g_.op(i).param_group)] = 0;
+        compute_ops_.reserve(g_.size());
+        for (std::size_t i = 0; i < g_.size(); ++i) compute_ops_.push_back(compute_op(static_cast<int>(i)));
+        p_.ops.reserve(g_.size() * static_cast<std::size_t>(pp.microbatches) * 3 +
+                       static_cast<std::size_t>(pp.stages) * (pre.size() + mid.size() + post.size()) * 4 +
+                       64);
+
+        const auto stages = static_cast<std::size_t>(pp.stages);
+        ready_mb_.assign(static_cast<std::size_t>(pp.microbatches), std::vector<int>(g_.size(), -1));
+        ready_outer_.assign(stages, std::vector<int>(g_.size(), -1));
+        std::vector<std::vector<int>> final_grad(stages, std::vector<int>(g_.param_groups.size(), -1));
+        std::vector<int> last_compute(stages, -1), host_ops(stages, -1);
+        auto enter = [&](int stage) {
+            stage_ = stage;
+            last_compute_ = last_compute[static_cast<std::size_t>(stage)];
+            host_op_ = host_ops[static_cast<std::size_t>(stage)];
+        };
+        auto leave = [&] {
+            last_compute[static_cast<std::size_t>(stage_)] = last_compute_;
+            stage_ = 0;
+        };
+        const bool per_repeat = in_.training.pipeline_fsdp_ag_per_repeat;
+        const bool once = in_.training.pipeline_fsdp_ag_once;
+
+        // Before the pipeline: the host's dispatch, the embedding, and with pipeline_fsdp_ag_once every
+        // layer group of the stage gathered for the whole step.
+        for (int stage = 0; stage < pp.stages; ++stage) {
+            enter(stage);
+            DeviceOp dispatch;
+            dispatch.name = "host.dispatch";
+            dispatch.category = OpCategory::host;
+            dispatch.resource = static_cast<int>(resources_per_stage_) - 1;
+            host_op_ = host_ops[static_cast<std::size_t>(stage)] = emit(std::move(dispatch));
+            emit_section(Section{.ops = pre,
+                                 .plans = pre_plans.data(),
+                                 .last_microbatch = true,
+                                 .ready = &ready_outer_[static_cast<std::size_t>(stage)]},
+                         final_grad[static_cast<std::size_t>(stage)]);
+            if (once) gather_stage_once(stage);
+            leave();
+        }
+        const int real = pp.microbatches * pp.repeats;
+        for (int t = 0; t < pp.iterations(); ++t) {
+            for (int stage = 0; stage < pp.stages; ++stage) {
+                const int processed = t - stage;
+                if (processed < 0 || processed >= real) continue;
+                const int mb = processed % pp.microbatches;
+                const auto c = static_cast<std::size_t>((processed / pp.microbatches) * pp.stages + stage);
+                enter(stage);
+                emit_section(Section{.ops = chunk_fwd[c],
+                                     .plans = fwd_plans[c].data(),
+                                     .mb = mb,
+                                     .gathers = !once && (!per_repeat || mb == 0),
+                                     .waits_for_host = false,
+                                     .ready = &ready_mb_[static_cast<std::size_t>(mb)],
+                                     .gather_last_mb = per_repeat ? pp.microbatches - 1 : -1},
+                             final_grad[static_cast<std::size_t>(stage)]);
+                leave();
+            }
+        }
+        for (int stage = 0; stage < pp.stages; ++stage) {
+            enter(stage);
+            emit_section(Section{.ops = mid,
+                                 .plans = mid_plans.data(),
+                                 .last_microbatch = true,
+                                 .waits_for_host = false,
+                                 .ready = &ready_outer_[static_cast<std::size_t>(stage)],
+                                 .finishing = &finishing_mid},
+                         final_grad[static_cast<std::size_t>(stage)]);
+            leave();
+        }
+        for (int t = pp.iterations() - 1; t >= 0; --t) {
+            for (int stage = pp.stages - 1; stage >= 0; --stage) {
+                const int processed = t - stage;
+                if (processed < 0 || processed >= real) continue;
+                const int mb = processed % pp.microbatches;
+                const auto c = static_cast<std::size_t>((processed / pp.microbatches) * pp.stages + stage);
+                enter(stage);
+                // Backwards run microbatches in reverse: the chunk's last one is microbatch 0.
+                emit_section(Section{.ops = chunk_bwd[c],
+                                     .plans = bwd_plans[c].data(),
+                                     .mb = mb,
+                                     .last_microbatch = mb == 0,
+                                     .gathers = !once && (!per_repeat || mb == pp.microbatches - 1),
+                                     .reduces = !(once || per_repeat) || mb == 0,
+                                     .waits_for_host = false,
+                                     .ready = &ready_mb_[static_cast<std::size_t>(mb)],
+                                     .gather_last_mb = per_repeat ? 0 : -1,
+                                     .gather_last_phase = Phase::backward},
+                             final_grad[static_cast<std::size_t>(stage)]);
+                leave();
+            }
+        }
+        for (int stage = 0; stage < pp.stages; ++stage) {
+            enter(stage);
+            emit_section(Section{.ops = post,
+                                 .plans = post_plans.data(),
+                                 .last_microbatch = true,
+                                 .waits_for_host = false,
+                                 .ready = &ready_outer_[static_cast<std::size_t>(stage)]},
+                         final_grad[static_cast<std::size_t>(stage)]);
+            leave();
+        }
+        // Each stage updates its own layers and its copy of the parts outside the pipeline.
+        for (int stage = 0; stage < pp.stages; ++stage) {
+            enter(stage);
+            for (int i : optimizer_ops) {
+                const Op& op = g_.op(i);
+                if (op.layer >= 0 && pp.stage_of_layer(op.layer) != stage) continue;
+                DeviceOp d = compute_ops_[static_cast<std::size_t>(i)];
+                const int group = op.param_group;
+                const auto& grads = final_grad[static_cast<std::size_t>(stage)];
+                if (group >= 0 && grads[static_cast<std::size_t>(group)] >= 0)
+                    d.deps.push_back(grads[static_cast<std::size_t>(group)]);
+                emit(std::move(d), {.rule = OpSizing::Rule::compute, .ref = i});
+            }
+            leave();
+        }
+        p_.names = names_->store();
+        return std::move(p_);
+    }
+
+    // The device op holding graph op `pred`'s output for an op of microbatch `mb` on the stage being
+    // emitted: a chunk reads its own microbatch's, a part outside the pipeline the last microbatch to
+    // produce it. From another stage it arrives by collective-permute, sent once per op and stage.
+    int staged_ready(int pred, int mb, bool outside_pipeline) {
+        const auto p = static_cast<std::size_t>(pred);
+        int r = -1;
+        if (g_.op(pred).layer < 0) {
+            r = ready_outer_[static_cast<std::size_t>(stage_)][p];
+        } else if (!outside_pipeline) {
+            r = ready_mb_[static_cast<std::size_t>(mb)][p];
+        } else {
+            for (const auto& ready : ready_mb_) r = std::max(r, ready[p]);
+        }
+        if (r < 0) return r;
+        const int from =
+            p_.resources[static_cast<std::size_t>(p_.ops[static_cast<std::size_t>(r)].resource)].stage;
+        if (from == stage_) return r;
+        const auto key = std::make_pair(r, stage_);
+        if (auto it = permutes_.find(key); it != permutes_.end()) return it->second;
+        const int to = stage_;
+        stage_ = from;  // the sender's link
+        const DeviceOp& source = p_.ops[static_cast<std::size_t>(r)];
+        DeviceOp permute =
+            collective(op_name(pred, OpSuffix::collective_permute), CollectiveKind::collective_permute,
+                       stage_axis_, source.output_bytes, source.phase, source.layer, source.microbatch);
+        permute.deps.push_back(r);
+        const int index = emit(std::move(permute), {.rule = OpSizing::Rule::collective_output, .ref = r});
+        stage_ = to;
+        permutes_.emplace(key, index);
+        return index;
+    }
+
+    // pipeline_fsdp_ag_once: every layer group of the stage gathered before its first microbatch and
+    // kept until its last backward op (the last microbatch of the backward is microbatch 0: the
+    // gather is marked as of that pass and microbatch, which memory/memory_profile.cpp frees it after).
+    void gather_stage_once(int stage) {
+        const int fsdp_axis = axis(gathering_);
+        if (fsdp_axis < 0) return;
+        if (gather_.empty()) gather_.assign(2 * g_.param_groups.size(), -1);
+        for (std::size_t group = 0; group < g_.param_groups.size(); ++group) {
+            const auto& pg = g_.param_groups[group];
+            if (pg.layer < 0 || pipeline_.stage_of_layer(pg.layer) != stage) continue;
+            DeviceOp ag = collective(group_name(static_cast<int>(group), GroupSuffix::all_gather_fwd),
+                                     CollectiveKind::all_gather, fsdp_axis, gathered_bytes(pg),
+                                     Phase::backward, pg.layer, 0);
+            ag.param_group = static_cast<int>(group);
+            if (last_compute_ >= 0) ag.deps.push_back(last_compute_);
+            const int index = emit(std::move(ag));
+            gather_[group] = gather_[g_.param_groups.size() + group] = index;
+        }
+    }
+
+    void to_stage(DeviceOp& op) const {
+        op.resource += stage_ * static_cast<int>(resources_per_stage_);
+        if (op.comm_axis >= 0) op.comm_axis += stage_ * static_cast<int>(axes_per_stage_);
+    }
+
     void resize(DeviceProgram& program, const std::vector<OpSizing>& sizing) {
         PODSIM_ASSERT(sizing.size() == program.ops.size(), "sizing of another program");
         std::vector<OpSizes> sizes;  // by graph op, of its compute op
@@ -130,7 +381,7 @@ class Partitioner {
                     if (rule.zero_output) op.output_bytes = 0.0;
                     break;
                 case OpSizing::Rule::collective_input:
-                    op.collective_bytes = bytes(g_.op(rule.ref).reads[0]);
+                    op.collective_bytes = bytes(g_.op(rule.ref).reads[0], samples_of(g_.op(rule.ref)));
                     break;
                 case OpSizing::Rule::collective_output: {
                     DeviceOp& source = program.ops[ref];
@@ -176,10 +427,22 @@ class Partitioner {
             p_.comm_axes.push_back(comm);
         }
         if (in_.mesh.dcn_size() > 1) {
-            dcn_axis_ = static_cast<int>(p_.comm_axes.size());
-            p_.resources.push_back(Resource{"dcn", ResourceKind::dcn, dcn_axis_});
-            p_.comm_axes.push_back(
-                CommAxis{"dcn", ResourceKind::dcn, static_cast<int>(in_.mesh.dcn_size()), {}});
+            // The data-parallel slices (all of them unless stages run across slices), and the stages.
+            const ParallelismKind& staging = kind_inserting(CollectiveRule::pass_activations);
+            const long dcn_stages = in_.mesh.dcn_size_of(std::string(staging.name));
+            const long dcn_data = in_.mesh.dcn_size() / dcn_stages;
+            if (dcn_data > 1) {
+                dcn_axis_ = static_cast<int>(p_.comm_axes.size());
+                p_.resources.push_back(Resource{"dcn", ResourceKind::dcn, dcn_axis_});
+                p_.comm_axes.push_back(CommAxis{"dcn", ResourceKind::dcn, static_cast<int>(dcn_data), {}});
+            }
+            if (dcn_stages > 1) {
+                const std::string name = "dcn:" + std::string(staging.name);
+                axis_index_[name] = static_cast<int>(p_.comm_axes.size());
+                p_.resources.push_back(
+                    Resource{name, ResourceKind::dcn, static_cast<int>(p_.comm_axes.size())});
+                p_.comm_axes.push_back(CommAxis{name, ResourceKind::dcn, static_cast<int>(dcn_stages), {}});
+            }
         }
         // Remat offload moves saved activations over the chip's host link, a resource of its own.
         bool offloads = false;
@@ -189,6 +452,27 @@ class Partitioner {
             p_.resources.push_back(Resource{"host-transfer", ResourceKind::host_transfer, -1});
         }
         p_.resources.push_back(Resource{"host", ResourceKind::host, -1});
+        if (!pipeline_.pipelined()) return;
+        // One copy of every resource and comm axis per stage, named after it; ops are emitted with
+        // stage-local indices and moved to their stage's copies (emit).
+        resources_per_stage_ = p_.resources.size();
+        axes_per_stage_ = p_.comm_axes.size();
+        const std::vector<Resource> local = p_.resources;
+        const std::vector<CommAxis> local_axes = p_.comm_axes;
+        p_.resources.clear();
+        p_.comm_axes.clear();
+        for (int stage = 0; stage < pipeline_.stages; ++stage) {
+            for (Resource r : local) {
+                r.name = fmt::format("stage{}:{}", stage, r.name);
+                r.stage = stage;
+                if (r.comm_axis >= 0) r.comm_axis += stage * static_cast<int>(axes_per_stage_);
+                p_.resources.push_back(std::move(r));
+            }
+            for (CommAxis a : local_axes) {
+                a.stage = stage;
+                p_.comm_axes.push_back(std::move(a));
+            }
+        }
     }
 
     // The comm axis of kind `kind` in this program, or -1 when its axis has size 1.
@@ -215,7 +499,8 @@ class Partitioner {
     }
 
     int resource_of_axis(int comm_axis) const {
-        for (std::size_t r = 0; r < p_.resources.size(); ++r) {
+        const std::size_t local = resources_per_stage_ > 0 ? resources_per_stage_ : p_.resources.size();
+        for (std::size_t r = 0; r < local; ++r) {
             if (p_.resources[r].comm_axis == comm_axis) return static_cast<int>(r);
         }
         PODSIM_ASSERT(false, "no resource for comm axis");
@@ -244,13 +529,18 @@ class Partitioner {
 
     double divisor(Shard shard) const { return divisor_[static_cast<std::size_t>(shard)]; }
 
-    double size(const workload::Extent& e) const {
-        return static_cast<double>(workload::step_size(e, samples_)) / divisor(e.shard);
+    // Samples an op's batch extents count: a microbatch's, or outside a pipeline's layers the stage's.
+    std::int64_t samples_of(const Op& op) const {
+        return pipeline_.pipelined() && op.layer < 0 ? outer_samples_ : samples_;
     }
 
-    double bytes(const Tensor& t) const {
+    double size(const workload::Extent& e, std::int64_t samples) const {
+        return static_cast<double>(workload::step_size(e, samples)) / divisor(e.shard);
+    }
+
+    double bytes(const Tensor& t, std::int64_t samples) const {
         double n = static_cast<double>(t.element_bytes);
-        for (int i = 0; i < t.rank; ++i) n *= size(t.dims[static_cast<std::size_t>(i)]);
+        for (int i = 0; i < t.rank; ++i) n *= size(t.dims[static_cast<std::size_t>(i)], samples);
         return n;
     }
 
@@ -272,15 +562,16 @@ class Partitioner {
 
     OpSizes sizes_of(const Op& op) const {
         OpSizes d;
-        for (const auto& t : op.reads) d.bytes += bytes(t);
-        for (const auto& t : op.writes) d.output_bytes += bytes(t);
+        const std::int64_t samples = samples_of(op);
+        for (const auto& t : op.reads) d.bytes += bytes(t, samples);
+        for (const auto& t : op.writes) d.output_bytes += bytes(t, samples);
         d.bytes += d.output_bytes;
         if (op.kind == OpKind::matmul) {
             const auto& s = op.matmul;
-            d.mm_batch = size(s.batch[0]) * size(s.batch[1]);
-            d.mm_m = size(s.m);
-            d.mm_n = size(s.n);
-            d.mm_k = size(s.k);
+            d.mm_batch = size(s.batch[0], samples) * size(s.batch[1], samples);
+            d.mm_m = size(s.m, samples);
+            d.mm_n = size(s.n, samples);
+            d.mm_k = size(s.k, samples);
             d.flop_scale = op.flop_scale;
             d.flops = 2.0 * d.mm_batch * d.mm_m * d.mm_n * d.mm_k * op.flop_scale;
         }
@@ -337,6 +628,7 @@ class Partitioner {
 
     int emit(DeviceOp&& op, const OpSizing& sizing = {}) {
         sort_unique(op.deps);
+        if (stage_ != 0) to_stage(op);
         p_.ops.push_back(std::move(op));
         if (sizing_) sizing_->push_back(sizing);
         return static_cast<int>(p_.ops.size()) - 1;
@@ -348,29 +640,9 @@ class Partitioner {
         d.microbatch = mb;
         d.deps = deps;
         sort_unique(d.deps);
+        if (stage_ != 0) to_stage(d);
         if (sizing_) sizing_->push_back({.rule = OpSizing::Rule::compute, .ref = graph_op});
         return static_cast<int>(p_.ops.size()) - 1;
-    }
-
-    // For each block, parameter groups in order of first use, and each group's last op there.
-    void plan_groups(const std::vector<int>& step_ops) {
-        for (auto& plan : plans_) {
-            plan.rank.assign(g_.param_groups.size(), -1);
-            plan.first_use.assign(g_.param_groups.size(), kUnused);
-            plan.last_use.assign(g_.param_groups.size(), kUnused);
-        }
-        for (std::size_t pos = 0; pos < step_ops.size(); ++pos) {
-            const Op& op = g_.op(step_ops[pos]);
-            if (op.param_group < 0) continue;
-            auto& plan = plans_[static_cast<int>(block_of(op.phase))];
-            const auto group = static_cast<std::size_t>(op.param_group);
-            if (plan.first_use[group] == kUnused) {
-                plan.first_use[group] = pos;
-                plan.rank[group] = static_cast<long>(plan.order.size());
-                plan.order.push_back(op.param_group);
-            }
-            plan.last_use[group] = pos;
-        }
     }
 
     static constexpr std::size_t kUnused = static_cast<std::size_t>(-1);
@@ -384,8 +656,62 @@ class Partitioner {
         std::vector<std::size_t> last_use;
     };
 
+    // For each block, parameter groups in order of first use, and each group's last op there.
+    void plan_groups(const std::vector<int>& step_ops) { plan_section(step_ops, plans_); }
+
+    void plan_section(const std::vector<int>& step_ops, BlockPlan* plans) const {
+        for (int b = 0; b < 2; ++b) {
+            BlockPlan& plan = plans[b];
+            plan.rank.assign(g_.param_groups.size(), -1);
+            plan.first_use.assign(g_.param_groups.size(), kUnused);
+            plan.last_use.assign(g_.param_groups.size(), kUnused);
+        }
+        for (std::size_t pos = 0; pos < step_ops.size(); ++pos) {
+            const Op& op = g_.op(step_ops[pos]);
+            if (op.param_group < 0) continue;
+            auto& plan = plans[static_cast<int>(block_of(op.phase))];
+            const auto group = static_cast<std::size_t>(op.param_group);
+            if (plan.first_use[group] == kUnused) {
+                plan.first_use[group] = pos;
+                plan.rank[group] = static_cast<long>(plan.order.size());
+                plan.order.push_back(op.param_group);
+            }
+            plan.last_use[group] = pos;
+        }
+    }
+
+    // The ops of one microbatch, or of a part of one: without pipeline stages a whole microbatch at a
+    // time; with them one stage's part (a chunk of layers, forward or backward, or the part outside
+    // the pipeline).
+    struct Section {
+        const std::vector<int>& ops;  // graph ops in program order
+        const BlockPlan* plans;       // parameter groups' uses in `ops`: forward, then backward
+        int mb = 0;
+        bool last_microbatch = false;  // gradients complete in it are all-reduced over data
+        bool gathers = true;           // FSDP all-gathers issued here (else those issued before serve)
+        bool reduces = true;           // gradients complete in it are reduce-scattered over FSDP
+        bool waits_for_host = true;    // its first op waits for the host's dispatch
+        // Graph op -> device op holding its output, kept across sections (pipelined), or null.
+        std::vector<int>* ready = nullptr;
+        // The microbatch and pass in which the all-gathers issued here are last used, when not
+        // their own (a gather serving several microbatches, memory/memory_profile.cpp frees it then).
+        int gather_last_mb = -1;
+        Phase gather_last_phase = Phase::forward;
+        // By parameter group, whether its gradients complete here (null: wherever its last backward
+        // op in the section is).
+        const std::vector<char>* finishing = nullptr;
+    };
+
     void emit_microbatch(const std::vector<int>& step_ops, int mb, bool last_microbatch,
                          std::vector<int>& final_grad) {
+        emit_section(Section{.ops = step_ops, .plans = plans_, .mb = mb, .last_microbatch = last_microbatch},
+                     final_grad);
+    }
+
+    void emit_section(const Section& section, std::vector<int>& final_grad) {
+        const std::vector<int>& step_ops = section.ops;
+        const int mb = section.mb;
+        const bool last_microbatch = section.last_microbatch;
         const int fsdp_axis = axis(gathering_);
         const int tensor_axis = axis(reducing_);
         const int data_axis = axis(kind_inserting(CollectiveRule::all_reduce_gradients));
@@ -396,7 +722,15 @@ class Partitioner {
         const double one_chunk = 1.0 / static_cast<double>(tensor_);
         const double other_chunks = 1.0 - one_chunk;
         // (block, group) -> its all-gather op in this microbatch, -1 before it is issued
-        gather_.assign(2 * g_.param_groups.size(), -1);
+        if (!pipeline_.pipelined()) {
+            gather_.assign(2 * g_.param_groups.size(), -1);
+        } else if (section.gathers) {
+            if (gather_.empty()) gather_.assign(2 * g_.param_groups.size(), -1);
+            for (int b = 0; b < 2; ++b)
+                for (int group : section.plans[b].order)
+                    gather_[static_cast<std::size_t>(b) * g_.param_groups.size() +
+                            static_cast<std::size_t>(group)] = -1;
+        }
         auto gather = [&](int block, int group) -> int& {
             return gather_[static_cast<std::size_t>(block) * g_.param_groups.size() +
                            static_cast<std::size_t>(group)];
@@ -413,17 +747,23 @@ class Partitioner {
                 out.push_back(emit(std::move(back), {.rule = OpSizing::Rule::copy, .ref = source}));
             }
         };
-        std::vector<int> ready(g_.size(), -1);  // graph op -> device op holding its output
-        int last_compute = mb == 0 ? -1 : last_compute_;
+        std::vector<int> own_ready;
+        if (section.ready == nullptr) own_ready.assign(g_.size(), -1);
+        std::vector<int>& ready = section.ready ? *section.ready : own_ready;  // graph op -> device op
+        int last_compute = last_compute_;
 
         auto issue_gather = [&](int block, int group) {
-            if (fsdp_axis < 0 || gather(block, group) >= 0) return;
+            if (fsdp_axis < 0 || gather(block, group) >= 0 || !section.gathers) return;
             const auto& pg = g_.param_groups[static_cast<std::size_t>(group)];
             Phase phase = block == 0 ? Phase::forward : Phase::backward;
             DeviceOp ag = collective(
                 group_name(group, block == 0 ? GroupSuffix::all_gather_fwd : GroupSuffix::all_gather_bwd),
                 CollectiveKind::all_gather, fsdp_axis, gathered_bytes(pg), phase, pg.layer, mb);
             ag.param_group = group;
+            if (section.gather_last_mb >= 0) {
+                ag.microbatch = section.gather_last_mb;
+                ag.phase = section.gather_last_phase;
+            }
             // Bounded prefetch: it may start once the compute before its issue point is done.
             if (last_compute >= 0) ag.deps.push_back(last_compute);
             if (last_compute < 0 && host_blocks_) ag.deps.push_back(host_op_);
@@ -434,7 +774,7 @@ class Partitioner {
             int gi = step_ops[pos];
             const Op& op = g_.op(gi);
             int block = static_cast<int>(block_of(op.phase));
-            const BlockPlan& plan = plans_[block];
+            const BlockPlan& plan = section.plans[block];
             if (op.param_group >= 0 && plan.first_use[static_cast<std::size_t>(op.param_group)] == pos) {
                 const long where = plan.rank[static_cast<std::size_t>(op.param_group)];
                 for (long j = where; j <= where + depth && j < static_cast<long>(plan.order.size()); ++j) {
@@ -462,13 +802,14 @@ class Partitioner {
                     reload_layer(op.layer - 1);
                     deps.append(reloads[op.layer].begin(), reloads[op.layer].end());
                 }
-                if (pos == 0 && host_blocks_) deps.push_back(host_op_);
+                if (pos == 0 && host_blocks_ && section.waits_for_host) deps.push_back(host_op_);
                 if (deps.empty() && last_compute >= 0) deps.push_back(last_compute);
             };
             OpDeps& deps = deps_;  // its inputs' producers
             deps.clear();
             for (int pred : preds_.of(gi)) {
-                int r = ready[static_cast<std::size_t>(pred)];
+                int r = pipeline_.pipelined() ? staged_ready(pred, mb, op.layer < 0)
+                                              : ready[static_cast<std::size_t>(pred)];
                 if (r >= 0) deps.push_back(r);
             }
             int index;
@@ -484,8 +825,9 @@ class Partitioner {
                 if (gathers_sequence) {
                     // Sequence parallelism: the sequence-split input is gathered before a
                     // column-parallel matmul (and its input-gradient matmul in the backward).
-                    DeviceOp ag = collective(op_name(gi, OpSuffix::all_gather), CollectiveKind::all_gather,
-                                             tensor_axis, bytes(op.reads[0]), op.phase, op.layer, mb);
+                    DeviceOp ag =
+                        collective(op_name(gi, OpSuffix::all_gather), CollectiveKind::all_gather, tensor_axis,
+                                   bytes(op.reads[0], samples_of(op)), op.phase, op.layer, mb);
                     ag.deps = d.deps;
                     int gather_index =
                         emit(std::move(ag), {.rule = OpSizing::Rule::collective_input, .ref = gi});
@@ -556,22 +898,24 @@ class Partitioner {
 
             // Gradients of a group are complete after its last backward op.
             if (op.param_group >= 0 && block == 1 &&
-                plan.last_use[static_cast<std::size_t>(op.param_group)] == pos) {
-                finish_gradients(op.param_group, index, mb, last_microbatch, fsdp_axis, data_axis,
-                                 final_grad);
+                plan.last_use[static_cast<std::size_t>(op.param_group)] == pos &&
+                (section.finishing == nullptr ||
+                 (*section.finishing)[static_cast<std::size_t>(op.param_group)])) {
+                finish_gradients(op.param_group, index, mb, last_microbatch, fsdp_axis, data_axis, final_grad,
+                                 section.reduces);
             }
         }
         last_compute_ = last_compute;
     }
 
     void finish_gradients(int group, int after, int mb, bool last_microbatch, int fsdp_axis, int data_axis,
-                          std::vector<int>& final_grad) {
+                          std::vector<int>& final_grad, bool reduce_scatter = true) {
         const auto& pg = g_.param_groups[static_cast<std::size_t>(group)];
         const double per_element = fsdp_axis >= 0 ? reduce_scatter_bytes_ : param_bytes_;
         double full = static_cast<double>(pg.params) /
                       (pg.tensor_sharded ? static_cast<double>(tensor_) : 1.0) * per_element;
         int last = after;
-        if (fsdp_axis >= 0) {
+        if (fsdp_axis >= 0 && reduce_scatter) {
             DeviceOp rs =
                 collective(group_name(group, GroupSuffix::reduce_scatter), CollectiveKind::reduce_scatter,
                            fsdp_axis, full, Phase::backward, pg.layer, mb);
@@ -595,12 +939,32 @@ class Partitioner {
                 ar.deps.push_back(last);
                 last = emit(std::move(ar));
             }
+            if (pipeline_.pipelined() && pg.layer < 0) {
+                // Outside the pipeline the stage axis splits the batch: these gradients are summed
+                // over the stages.
+                DeviceOp ar =
+                    collective(group_name(group, GroupSuffix::all_reduce_stages), CollectiveKind::all_reduce,
+                               stage_axis_, shard, Phase::backward, pg.layer, mb);
+                ar.deps.push_back(last);
+                last = emit(std::move(ar));
+            }
         }
         final_grad[static_cast<std::size_t>(group)] = last;
     }
 
     const PartitionInput& in_;
     const workload::OpGraph& g_;
+    // Pipeline stages (one program each, run_pipelined): the schedule, the stage being emitted, how
+    // many resources and comm axes each stage has, the samples of an op outside the pipeline, where
+    // each graph op's output is (by microbatch for the layers, by stage outside them), the
+    // collective-permutes sent so far ((source op, receiving stage) -> permute) and the stage axis.
+    PipelineSchedule pipeline_;
+    int stage_ = 0;
+    std::size_t resources_per_stage_ = 0, axes_per_stage_ = 0;
+    std::int64_t outer_samples_ = 1;
+    std::vector<std::vector<int>> ready_mb_, ready_outer_;
+    std::map<std::pair<int, int>, int> permutes_;
+    int stage_axis_ = -1;
     workload::OpGraph::PredecessorLists preds_;
     DeviceProgram p_;
     // The kinds that gather parameters (FSDP) and reduce partial sums (tensor), and their axes' sizes.

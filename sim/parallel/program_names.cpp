@@ -7,13 +7,14 @@ namespace {
 
 std::string_view text(OpSuffix suffix) {
     constexpr std::array<std::string_view, static_cast<std::size_t>(OpSuffix::count)> texts = {
-        "", ".cm", ".all-gather", ".reduce-scatter", ".all-reduce"};
+        "", ".cm", ".all-gather", ".reduce-scatter", ".all-reduce", ".collective-permute"};
     return texts[static_cast<std::size_t>(suffix)];
 }
 
 std::string_view text(GroupSuffix suffix) {
     constexpr std::array<std::string_view, static_cast<std::size_t>(GroupSuffix::count)> texts = {
-        ".all-gather.fwd", ".all-gather.bwd", ".reduce-scatter", ".all-reduce", ".all-reduce.dcn"};
+        ".all-gather.fwd", ".all-gather.bwd", ".reduce-scatter",
+        ".all-reduce",     ".all-reduce.dcn", ".all-reduce.stages"};
     return texts[static_cast<std::size_t>(suffix)];
 }
 

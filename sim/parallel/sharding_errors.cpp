@@ -7,6 +7,7 @@
 
 #include "network/axis_mapping.hpp"
 #include "parallel/parallelism.hpp"
+#include "parallel/pipeline_schedule.hpp"
 
 namespace podsim::parallel {
 
@@ -53,6 +54,54 @@ std::vector<ShardingError> sharding_errors(const workload::ModelSpec& m, const w
                                                kind.name, tensor)});
         }
     }
+    // Pipeline stages (MaxText's rules, layers/pipeline.py and configs/base.yml).
+    const ParallelismKind& staging = kind_inserting(CollectiveRule::pass_activations);
+    const long stages = axis_size(mesh, staging.kind);
+    std::int64_t microbatches = 1;  // that the step's layers run for (kMaxLayerPasses)
+    if (stages > 1) {
+        const std::string key = fmt::format("mesh.{}", staging.name);
+        const PipelineSchedule p = pipeline_schedule(t, mesh, m.layers);
+        microbatches = p.microbatches;
+        if (mesh.ici_size_of(std::string(staging.name)) > 1 &&
+            mesh.dcn_size_of(std::string(staging.name)) > 1) {
+            errors.push_back({key,
+                              "pipeline stages over ICI and DCN at once are not modelled: give the "
+                              "pipeline axis in mesh.ici or in mesh.dcn"});
+        }
+        if (m.layers % (stages * p.layers_per_stage) != 0) {
+            errors.push_back({key, fmt::format("model.layers ({}) is not divisible by the {} stages x "
+                                               "training.num_layers_per_pipeline_stage ({})",
+                                               m.layers, stages, p.layers_per_stage)});
+        }
+        if (p.microbatches % stages != 0) {
+            errors.push_back(
+                {"training.num_pipeline_microbatches",
+                 fmt::format("{} is not a multiple of the {} pipeline stages", p.microbatches, stages)});
+        } else if (t.global_batch % p.microbatches != 0 ||
+                   (t.global_batch / p.microbatches) % batch_shards != 0) {
+            errors.push_back(
+                {"training.global_batch",
+                 fmt::format("the batch ({}) splits into {} pipeline microbatches, each split over the "
+                             "data-parallel axes ({} = {}): it must be divisible by {}",
+                             t.global_batch, p.microbatches, split_by_text(workload::Shard::batch),
+                             batch_shards, static_cast<long>(p.microbatches) * batch_shards)});
+        }
+        if (t.microbatches != 1) {
+            errors.push_back({"training.microbatches",
+                              "gradient accumulation around a pipeline is not modelled: give the pipeline's "
+                              "microbatches as training.num_pipeline_microbatches"});
+        }
+        if (t.remat == workload::Remat::qkv_proj_offloaded || t.remat == workload::Remat::minimal_offloaded) {
+            errors.push_back({"training.remat",
+                              fmt::format("'{}' offloads activations to host memory, which is not modelled "
+                                          "with pipeline stages",
+                                          workload::remat_name(t.remat))});
+        }
+        if (t.pipeline_fsdp_ag_per_repeat && t.pipeline_fsdp_ag_once) {
+            errors.push_back({"training.pipeline_fsdp_ag_once",
+                              "give pipeline_fsdp_ag_once or pipeline_fsdp_ag_per_repeat, not both"});
+        }
+    }
     if ((t.remat == workload::Remat::qkv_proj_offloaded || t.remat == workload::Remat::minimal_offloaded) &&
         topology.host.transfer_bandwidth_per_chip <= 0) {
         errors.push_back({"training.remat",
@@ -75,13 +124,14 @@ std::vector<ShardingError> sharding_errors(const workload::ModelSpec& m, const w
         auto mapping = network::map_mesh_axes(topology, slice, mesh);
         if (auto* error = std::get_if<std::string>(&mapping)) errors.push_back({"mesh", *error});
     }
-    const std::int64_t layer_passes =
-        static_cast<std::int64_t>(m.layers) * static_cast<std::int64_t>(std::max(t.microbatches, 1));
+    const std::int64_t layer_passes = static_cast<std::int64_t>(m.layers) *
+                                      static_cast<std::int64_t>(std::max(t.microbatches, 1)) * microbatches;
     if (layer_passes > kMaxLayerPasses) {
         errors.push_back(
-            {"model.layers", fmt::format("{} layers x {} microbatches = {} layer passes per step; "
-                                         "podsim simulates at most {}",
-                                         m.layers, t.microbatches, layer_passes, kMaxLayerPasses)});
+            {"model.layers",
+             fmt::format("{} layers x {} microbatches = {} layer passes per step; "
+                         "podsim simulates at most {}",
+                         m.layers, t.microbatches * microbatches, layer_passes, kMaxLayerPasses)});
     }
     return errors;
 }

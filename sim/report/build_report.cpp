@@ -272,7 +272,20 @@ RunReport build_report(const ReportInput& in) {
     r.overlapped_communication_s = core::to_seconds(comm_hidden);
     r.exposed_communication_s = core::to_seconds(comm_t - comm_hidden);
     r.host_s = core::to_seconds(everything_t - device_t);
-    r.idle_s = core::to_seconds(step - everything_t);
+    core::Time bubble = 0;
+    if (in.pipeline_waits != nullptr && !in.pipeline_waits->empty()) {
+        // The idle time inside the waits: [0, step) outside everything that ran.
+        std::vector<Interval> idle;
+        core::Time at = 0;
+        for (const auto& iv : everything) {
+            if (iv.first > at) idle.emplace_back(at, iv.first);
+            at = std::max(at, iv.second);
+        }
+        if (step > at) idle.emplace_back(at, step);
+        bubble = overlap(merged(*in.pipeline_waits), idle);
+    }
+    r.pipeline_bubble_s = core::to_seconds(bubble);
+    r.idle_s = core::to_seconds(step - everything_t - bubble);
 
     for (std::size_t c = 0; c < kCategories; ++c) {
         if (!seen[c]) continue;

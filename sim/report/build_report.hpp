@@ -1,6 +1,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cost/cost_model.hpp"
@@ -35,6 +36,9 @@ struct ReportInput {
     double compile_time_s = 0.0;
     // A folded simulation (run/fold.hpp): periods inserted into the timeline; null for none.
     const std::vector<scheduler::Splice>* splices = nullptr;
+    // With pipeline stages: when the program's compute waits for another stage (run/stages.hpp); the
+    // idle time in them is the pipeline bubble. Null for none.
+    const std::vector<std::pair<core::Time, core::Time>>* pipeline_waits = nullptr;
 };
 
 // Model FLOPs per step, DESIGN.md §3: 6·N·tokens, plus 12·L·S·(heads·head_dim) per token when

@@ -41,6 +41,15 @@ std::string format_table(const RunReport& r) {
     line("exposed communication", fmt::format("{:>12}  {}", format_seconds(r.exposed_communication_s),
                                               pct(r.exposed_communication_s)));
     line("host", fmt::format("{:>12}  {}", format_seconds(r.host_s), pct(r.host_s)));
+    if (r.pipeline_stages > 1) {
+        line("pipeline bubble",
+             fmt::format(
+                 "{:>12}  {}  (stage {} of {}; {}, {} microbatches x {} repeat{}: closed form {:.1f}% of "
+                 "the pipelined time)",
+                 format_seconds(r.pipeline_bubble_s), pct(r.pipeline_bubble_s), r.time_stage,
+                 r.pipeline_stages, r.pipeline_schedule, r.pipeline_microbatches, r.pipeline_repeats,
+                 r.pipeline_repeats == 1 ? "" : "s", 100.0 * r.pipeline_bubble_closed_form));
+    }
     line("idle", fmt::format("{:>12}  {}", format_seconds(r.idle_s), pct(r.idle_s)));
     line("(communication overlapped)",
          fmt::format("{:>12}  of {} in collectives", format_seconds(r.overlapped_communication_s),
@@ -67,6 +76,12 @@ std::string format_table(const RunReport& r) {
     line("collective buffers", format_bytes(m.collective_buffers_bytes));
     line("temporaries", format_bytes(m.temporaries_bytes));
     if (!m.peak_op.empty()) line("peak reached during", m.peak_op);
+    if (r.pipeline_stages > 1) {
+        std::string peaks;
+        for (std::size_t s = 0; s < r.stage_peak_bytes.size(); ++s)
+            peaks += (s ? ", " : "") + format_bytes(r.stage_peak_bytes[s]);
+        line("peak per pipeline stage", fmt::format("{}  (above: stage {})", peaks, r.memory_stage));
+    }
     // Without the host's memory in the topology there is nothing to check against: say so.
     const bool host_known = r.host_capacity_bytes > 0;
     line("host RAM at model creation",
@@ -118,6 +133,8 @@ nlohmann::ordered_json list_json(const RunReport& r, std::string_view path) {
         for (const auto& s : r.matmul_shapes)
             out.push_back(
                 {{"shape", s.category}, {"count", s.count}, {"time_s", s.time_s}, {"fraction", s.fraction}});
+    } else if (path == "pipeline.stage_peak_bytes") {
+        for (double bytes : r.stage_peak_bytes) out.push_back(bytes);
     } else if (path == "resources") {
         for (const auto& res : r.resources)
             out.push_back({{"name", res.name}, {"busy_s", res.busy_s}, {"utilization", res.utilization}});

@@ -75,10 +75,11 @@ struct RunReport {
     double compile_time_s = 0.0;  // not part of the step
     bool recompile_every_step = false;
 
-    // Where the step went: these four add up to step_time_s.
+    // Where the step went: these five add up to step_time_s.
     double compute_s = 0.0;
     double exposed_communication_s = 0.0;
     double host_s = 0.0;
+    double pipeline_bubble_s = 0.0;  // the reported stage waiting for another stage
     double idle_s = 0.0;
     double communication_s = 0.0;             // union of all collective time
     double overlapped_communication_s = 0.0;  // of which hidden under compute
@@ -87,6 +88,18 @@ struct RunReport {
     double backward_s = 0.0;
     double recompute_s = 0.0;
     double optimizer_s = 0.0;
+
+    // Pipeline stages (one program each): the schedule, the stage whose time and the stage whose
+    // memory the report shows (the one computing longest, the one with the highest peak), and each
+    // stage's peak.
+    int pipeline_stages = 1;
+    std::string pipeline_schedule = "none";  // none, gpipe or circular
+    int pipeline_microbatches = 0;
+    int pipeline_repeats = 0;
+    double pipeline_bubble_closed_form = 0.0;  // (stages - 1) / (repeats x microbatches + stages - 1)
+    int time_stage = 0;
+    int memory_stage = 0;
+    std::vector<double> stage_peak_bytes;
 
     std::vector<CategoryStat> op_stats;
     // Matmul time by shape class (cost/matmul_shape.hpp): category is small, medium or large;

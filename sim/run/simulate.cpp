@@ -11,9 +11,11 @@
 #include "core/diagnostics.hpp"
 #include "parallel/parallelism.hpp"
 #include "parallel/partition.hpp"
+#include "parallel/pipeline_schedule.hpp"
 #include "parallel/sharding_errors.hpp"
 #include "report/build_report.hpp"
 #include "run/fold.hpp"
+#include "run/stages.hpp"
 #include "scheduler/scheduler.hpp"
 #include "workload/lower.hpp"
 
@@ -131,9 +133,105 @@ Simulation schedule_step(const RunSpec& spec, const parallel::RuntimeSpec& runti
 // The memory profile, host memory and report of a scheduled step; `fold` when it is a cut model.
 // False (and nothing else done) when the fold's microbatch period's copies would not repeat its
 // memory curve exactly (memory::FoldedPeak::outer_repeats).
+// finish_step of a program with pipeline stages: each stage's memory profile; the report of the stage
+// that computes longest, with the memory of the stage with the highest peak, the bubble, and the
+// FLOPs of every stage.
+void finish_stages(const RunSpec& spec, const parallel::RuntimeSpec& runtime, Simulation& sim,
+                   const memory::HostMemory& host, double compile_s) {
+    const double hbm = spec.topology.chip.device_hbm_capacity();
+    // With the activations each stage receives (held in memory, no time, not counted as ops).
+    const std::vector<StageView> views = stage_views(sim.program, sim.costs, sim.timeline, /*receives=*/true);
+    std::vector<memory::MemoryProfile> profiles;
+    int time_stage = 0, memory_stage = 0;
+    core::Time most_compute = -1;
+    for (int stage = 0; stage < sim.program.stages; ++stage) {
+        const auto s = static_cast<std::size_t>(stage);
+        profiles.push_back(memory::profile_memory(views[s].program, views[s].timeline, hbm));
+        core::Time compute = 0;
+        for (const auto& span : views[s].timeline.spans)
+            if (views[s].program.resources[static_cast<std::size_t>(span.resource)].kind ==
+                parallel::ResourceKind::compute)
+                compute += span.end - span.start;
+        if (compute > most_compute) {
+            most_compute = compute;
+            time_stage = stage;
+        }
+        if (profiles.back().peak_bytes > profiles[static_cast<std::size_t>(memory_stage)].peak_bytes)
+            memory_stage = stage;
+    }
+    auto report_of = [&](const StageView& v, const memory::MemoryProfile& memory) {
+        return report::build_report(report::ReportInput{.name = spec.name,
+                                                        .model = spec.model,
+                                                        .training = spec.training,
+                                                        .runtime = runtime,
+                                                        .topology = spec.topology,
+                                                        .slice = spec.slice,
+                                                        .slices = spec.slices,
+                                                        .mesh = spec.mesh,
+                                                        .mfu_attention = spec.mfu_attention,
+                                                        .program = v.program,
+                                                        .costs = v.costs,
+                                                        .timeline = v.timeline,
+                                                        .memory = memory,
+                                                        .host = host,
+                                                        .compile_time_s = compile_s,
+                                                        .pipeline_waits = &v.pipeline_waits});
+    };
+    // The time stage's breakdown, and the memory stage's memory.
+    sim.report = report_of(views[static_cast<std::size_t>(time_stage)],
+                           profiles[static_cast<std::size_t>(time_stage)]);
+    const auto m = static_cast<std::size_t>(memory_stage);
+    if (memory_stage != time_stage) sim.report.memory = report_of(views[m], profiles[m]).memory;
+    sim.memory = profiles[m];
+    // Every stage's matmuls, each on its share of the chips.
+    double executed = 0.0;
+    for (const auto& op : sim.program.ops) executed += op.flops;
+    sim.report.hardware_flops_per_step =
+        executed * static_cast<double>(sim.program.chips) / static_cast<double>(sim.program.stages);
+    const double capacity =
+        sim.report.step_time_s * static_cast<double>(sim.report.chips) * sim.report.peak_flops_per_chip;
+    sim.report.hfu = capacity > 0 ? sim.report.hardware_flops_per_step / capacity : 0.0;
+    sim.report.ops = static_cast<long>(sim.program.ops.size());
+    const parallel::PipelineSchedule pp =
+        parallel::pipeline_schedule(spec.training, spec.mesh, spec.model.layers);
+    sim.report.pipeline_stages = pp.stages;
+    sim.report.pipeline_schedule = pp.circular() ? "circular" : "gpipe";
+    sim.report.pipeline_microbatches = pp.microbatches;
+    sim.report.pipeline_repeats = pp.repeats;
+    sim.report.pipeline_bubble_closed_form = pp.bubble_fraction();
+    sim.report.time_stage = time_stage;
+    sim.report.memory_stage = memory_stage;
+    for (const auto& profile : profiles) sim.report.stage_peak_bytes.push_back(profile.peak_bytes);
+}
+
 bool finish_step(const RunSpec& spec, const parallel::RuntimeSpec& runtime, Simulation& sim,
                  const Fold* fold) {
     const double hbm = spec.topology.chip.device_hbm_capacity();
+    if (sim.program.stages > 1) {
+        memory::HostMemoryInput host_in;
+        host_in.total_params = static_cast<double>(workload::count_params(spec.model).total);
+        host_in.param_bytes = static_cast<double>(core::dtype_bytes(spec.training.param_dtype));
+        host_in.params_per_device_bytes = sim.program.params_bytes;
+        host_in.chips_per_host =
+            static_cast<int>(std::min<long>(spec.topology.host.chips_per_host, spec.slice.chips()));
+        host_in.devices_per_chip =
+            hardware::devices_per_chip_in_use(spec.topology, spec.slice, spec.mesh.ici_size());
+        host_in.process_per_chip = runtime.process_per_chip();
+        host_in.full_model_on_host = runtime.full_model_on_host();
+        host_in.host_capacity = spec.topology.host.host_memory;
+        sim.host_memory = memory::host_memory(host_in);
+        cost::CostModel model(
+            cost::CostContext{spec.topology, runtime, spec.calibration, spec.training.dtype});
+        finish_stages(spec, runtime, sim, sim.host_memory, model.compile_seconds(sim.program));
+        sim.report.prefetch_depth =
+            runtime.async() &&
+                    parallel::ici_axis_size(
+                        spec.mesh,
+                        parallel::kind_inserting(parallel::CollectiveRule::gather_parameters).kind) > 1
+                ? runtime.prefetch_depth
+                : 0;
+        return true;
+    }
     memory::FoldedPeak folded_peak;
     if (fold) {
         memory::MemoryFold memory_fold{fold->splices, fold->state.params, fold->state.grads,
@@ -213,8 +311,10 @@ std::optional<Simulation> simulate_folded(const RunSpec& spec, const RunSpec& cu
 }
 
 bool foldable(const RunSpec& spec, const SimulateOptions& options, int layers_cut) {
+    // A pipeline's stages are programs of their own, not periods of one: never folded.
     return options.fold && !options.exact && !options.link_bytes && !spec.runtime.recompile_every_step &&
-           spec.model.layers >= layers_cut + 2;
+           spec.model.layers >= layers_cut + 2 &&
+           !parallel::pipeline_schedule(spec.training, spec.mesh, spec.model.layers).pipelined();
 }
 
 }  // namespace
@@ -287,7 +387,10 @@ Simulation simulate(const RunSpec& spec, SimulationCache& cache, SimulateOptions
         [&](const parallel::RuntimeSpec& runtime) -> std::optional<Simulation> {
             return simulate_with(spec, runtime, lowered, axes, cache, options);
         },
-        [](const parallel::DeviceProgram& program) { return memory::least_peak_bytes(program); });
+        [](const parallel::DeviceProgram& program) {
+            // One stage's least peak is not the program's: the retries decide.
+            return program.stages > 1 ? 0.0 : memory::least_peak_bytes(program);
+        });
 }
 
 }  // namespace podsim::run

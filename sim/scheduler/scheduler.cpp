@@ -694,6 +694,9 @@ ContentionClasses contention_classes(const parallel::DeviceProgram& program,
             links[a * words + static_cast<std::size_t>(link) / 64] |= std::uint64_t{1} << (link % 64);
     }
     auto share_a_link = [&](std::size_t a, std::size_t b) {
+        // Plans name the links of one line through the origin; the chips of different pipeline
+        // stages are different lines.
+        if (program.comm_axes[a].stage != program.comm_axes[b].stage) return false;
         for (std::size_t w = 0; w < words; ++w)
             if (links[a * words + w] & links[b * words + w]) return true;
         return false;

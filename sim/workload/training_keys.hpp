@@ -99,6 +99,32 @@ inline constexpr core::Key kTrainingKeys[] = {
     {.path = "training.tensor_sequence",
      .kind = KeyKind::boolean,
      .help = "sequence parallelism with tensor: all-gather/reduce-scatter instead of all-reduce"},
+    {.path = "training.num_pipeline_microbatches",
+     .kind = KeyKind::integer,
+     .unit = "microbatches",
+     .default_note = "the pipeline stages",
+     .minimum = 1,
+     .maximum = 65536,
+     .help =
+         "(MaxText num_pipeline_microbatches) microbatches that flow through the pipeline stages per step, "
+         "a multiple of the stages; each holds global_batch / this sequences"},
+    {.path = "training.num_layers_per_pipeline_stage",
+     .kind = KeyKind::integer,
+     .unit = "layers",
+     .default_value = 1,
+     .minimum = 1,
+     .maximum = 1024,
+     .help = "(MaxText num_layers_per_pipeline_stage) consecutive layers a stage runs per repeat; repeats = "
+             "layers / (stages x this): 1 repeat is GPipe, more the circular schedule"},
+    {.path = "training.pipeline_fsdp_ag_per_repeat",
+     .kind = KeyKind::boolean,
+     .help =
+         "(MaxText pipeline_fsdp_ag_per_repeat) gather a stage's FSDP-sharded weights once per repeat and "
+         "pass instead of once per microbatch"},
+    {.path = "training.pipeline_fsdp_ag_once",
+     .kind = KeyKind::boolean,
+     .help = "(MaxText pipeline_fsdp_ag_once) gather a stage's FSDP-sharded weights once, before the first "
+             "microbatch, and keep them for the whole step"},
 };
 
 consteval const core::Key& training_key(std::string_view path) {

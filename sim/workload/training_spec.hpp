@@ -74,6 +74,14 @@ struct TrainingSpec {
     // Query and key/value block of the flash kernel, in tokens: causal attention skips the blocks
     // above the diagonal. 512 is MaxText's default (base.yml sa_block_q / sa_block_kv).
     int flash_block = 512;
+    // Pipeline parallelism (MaxText's names; used when the mesh has a pipeline axis): microbatches
+    // through the stages per step (0: as many as stages), consecutive layers per stage and repeat, and
+    // how often a stage gathers its FSDP-sharded weights (per microbatch unless one of the two).
+    int pipeline_microbatches = 0;
+    int layers_per_pipeline_stage =
+        static_cast<int>(training_key("training.num_layers_per_pipeline_stage").integer_default());
+    bool pipeline_fsdp_ag_per_repeat = training_key("training.pipeline_fsdp_ag_per_repeat").boolean_default();
+    bool pipeline_fsdp_ag_once = training_key("training.pipeline_fsdp_ag_once").boolean_default();
 
     bool operator==(const TrainingSpec&) const = default;
 };

@@ -86,7 +86,7 @@ TEST_CASE("random valid configs: finite positive step, MFU and HFU in [0, 1], th
         CHECK(r.hfu <= 1.0);
         // Every instant of the step is compute, exposed communication, host or idle, exactly once
         // (build_report measures them as disjoint unions of the timeline's spans).
-        CHECK(r.compute_s + r.exposed_communication_s + r.host_s + r.idle_s ==
+        CHECK(r.compute_s + r.exposed_communication_s + r.host_s + r.pipeline_bubble_s + r.idle_s ==
               doctest::Approx(r.step_time_s).epsilon(1e-9));
         CHECK(r.overlapped_communication_s <= r.communication_s + 1e-12);
         CHECK(r.memory.peak_bytes > 0.0);

@@ -28,7 +28,7 @@ TEST_CASE("every example: 0 < MFU <= HFU <= 1, the breakdown adds up, output is 
         CHECK(r.mfu > 0.0);
         CHECK(r.mfu <= r.hfu);
         CHECK(r.hfu <= 1.0);
-        CHECK(r.compute_s + r.exposed_communication_s + r.host_s + r.idle_s ==
+        CHECK(r.compute_s + r.exposed_communication_s + r.host_s + r.pipeline_bubble_s + r.idle_s ==
               doctest::Approx(r.step_time_s));
         CHECK(r.idle_s >= 0.0);
         auto b = run::simulate(spec);

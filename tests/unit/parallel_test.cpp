@@ -296,7 +296,7 @@ TEST_CASE("parallelism kinds are data: divisors, names and explain come from the
     // Each collective rule belongs to exactly one kind.
     for (auto rule :
          {parallel::CollectiveRule::all_reduce_gradients, parallel::CollectiveRule::gather_parameters,
-          parallel::CollectiveRule::reduce_partial_sums}) {
+          parallel::CollectiveRule::reduce_partial_sums, parallel::CollectiveRule::pass_activations}) {
         int kinds = 0;
         for (const auto& kind : parallel::kParallelisms) kinds += parallel::inserts(kind, rule) ? 1 : 0;
         CHECK(kinds == 1);
