@@ -68,6 +68,61 @@ std::vector<AxisEntry> parse_axes(const YAML::Node& node, const std::string& fil
     return axes;
 }
 
+// MaxText's form of a mesh (configs/base.yml): ici_<x>_parallelism and dcn_<x>_parallelism keys,
+// -1 for auto, and custom_mesh; the axes in MaxText's mesh_axes order (the last the most local).
+void parse_maxtext_mesh(const YAML::Node& node, const std::string& file, std::vector<AxisEntry>& ici,
+                        std::vector<AxisEntry>& dcn, std::string& custom, Diagnostics& d) {
+    std::vector<std::pair<int, AxisEntry>> ici_ranked, dcn_ranked;
+    for (auto it = node.begin(); it != node.end(); ++it) {
+        const std::string key = it->first.IsScalar() ? it->first.Scalar() : "";
+        const std::string key_path = "mesh." + key;
+        if (key == "custom_mesh") {
+            custom = it->second.IsScalar() ? it->second.Scalar() : "";
+            continue;
+        }
+        bool is_dcn = false;
+        const parallel::ParallelismKind* kind = parallel::parallelism_of_maxtext_key(key, &is_dcn);
+        if (kind == nullptr) {
+            std::string message = fmt::format(
+                "unknown MaxText mesh key '{}': keys are ici_<axis>_parallelism and "
+                "dcn_<axis>_parallelism for the axes {}, and custom_mesh",
+                key, parallel::axis_names_text());
+            auto keys = parallel::maxtext_keys();
+            keys.emplace_back("custom_mesh");
+            if (auto hint = core::closest_match(key, keys))
+                message += fmt::format(" (did you mean '{}'?)", *hint);
+            d.error(detail::location_of(it->first, file), key_path, message);
+            continue;
+        }
+        AxisEntry entry{std::string(kind->name), std::nullopt, detail::location_of(it->second, file)};
+        auto size =
+            detail::read_integer(it->second, file, key_path, std::numeric_limits<long long>::min(), d);
+        if (!size) continue;
+        if (*size != -1) {
+            if (auto why = run_key("mesh.<axis>").bounds_error(static_cast<double>(*size)); !why.empty()) {
+                d.error(detail::location_of(it->second, file), key_path, why + " (or -1 for auto)");
+                continue;
+            }
+            entry.size = static_cast<int>(*size);
+        }
+        (is_dcn ? dcn_ranked : ici_ranked).emplace_back(kind->maxtext_rank, entry);
+    }
+    for (auto* ranked : {&ici_ranked, &dcn_ranked}) {
+        std::stable_sort(ranked->begin(), ranked->end(),
+                         [](const auto& a, const auto& b) { return a.first < b.first; });
+        for (auto& ranked_entry : *ranked) (ranked == &ici_ranked ? ici : dcn).push_back(ranked_entry.second);
+    }
+}
+
+void check_custom_mesh(const std::string& custom, const core::SourceLocation& where, Diagnostics& d) {
+    if (custom.empty()) return;
+    const auto& choices = kCustomMeshNames;
+    if (std::find(choices.begin(), choices.end(), custom) == choices.end())
+        d.error(
+            where, "mesh.custom_mesh",
+            fmt::format("'{}' is not a MaxText custom mesh: hybrid_ring_64x4 or hybrid_ring_32x8", custom));
+}
+
 std::vector<network::MeshAxis> resolve_axes(const std::vector<AxisEntry>& entries, long total,
                                             const std::string& path, const core::SourceLocation& where,
                                             const std::string& what, Diagnostics& d) {
@@ -132,11 +187,12 @@ void parse_mesh(const MapReader& run, RunSpec& spec, Diagnostics& d) {
     long devices = hardware::slice_devices(spec.topology, spec.slice);
     // One pass over the keys: a lookup by name in a yaml-cpp mapping compares every key as a
     // string (three of them were a fifth of parsing a sweep's config).
-    bool long_form = false;
-    for (auto it = node.begin(); it != node.end() && !long_form; ++it) {
+    bool long_form = false, maxtext_form = false;
+    for (auto it = node.begin(); it != node.end(); ++it) {
         if (!it->first.IsScalar()) continue;
         const std::string& key = it->first.Scalar();
-        long_form = key == "ici" || key == "dcn" || key == "mapping";
+        long_form = long_form || key == "ici" || key == "dcn" || key == "mapping";
+        maxtext_form = maxtext_form || parallel::parallelism_of_maxtext_key(key, nullptr) != nullptr;
     }
     std::vector<AxisEntry> ici, dcn;
     core::SourceLocation ici_where = detail::location_of(node, file);
@@ -178,8 +234,22 @@ void parse_mesh(const MapReader& run, RunSpec& spec, Diagnostics& d) {
                 }
             }
         }
+        if (mesh.has("custom_mesh")) {
+            spec.mesh.custom = mesh.string("custom_mesh", false).value_or("");
+            check_custom_mesh(spec.mesh.custom, mesh.location("custom_mesh"), d);
+        }
+    } else if (maxtext_form) {
+        parse_maxtext_mesh(node, file, ici, dcn, spec.mesh.custom, d);
+        check_custom_mesh(spec.mesh.custom, detail::location_of(node, file), d);
     } else {
-        ici = parse_axes(node, file, "mesh", d);
+        YAML::Node axes = node;
+        if (node["custom_mesh"].IsDefined()) {
+            axes = YAML::Clone(node);
+            spec.mesh.custom = node["custom_mesh"].IsScalar() ? node["custom_mesh"].Scalar() : "";
+            check_custom_mesh(spec.mesh.custom, detail::location_of(node["custom_mesh"], file), d);
+            axes.remove("custom_mesh");
+        }
+        ici = parse_axes(axes, file, "mesh", d);
     }
     const std::string what =
         spec.topology.chip.devices_per_chip > 1

@@ -1,5 +1,7 @@
 #include "config/load.hpp"
 
+#include <utility>
+
 #include <fmt/format.h>
 
 #include "config/parse.hpp"
@@ -75,6 +77,37 @@ workload::ModelSpec parse_model(const YAML::Node& node, const std::string& file,
             r.error("kv_heads", fmt::format("kv_heads ({}) must divide heads ({})", m.kv_heads, m.heads));
         }
         if (m.d_ff == 0) m.d_ff = 4 * m.d_model;  // below 2^31: d_model <= 2^17
+    }
+    m.experts = get(model_key("num_experts"));
+    if (m.experts == 0) m.experts = static_cast<int>(model_key("num_experts").integer_default());
+    m.experts_per_token = get(model_key("num_experts_per_tok"));
+    if (m.experts_per_token == 0)
+        m.experts_per_token = static_cast<int>(model_key("num_experts_per_tok").integer_default());
+    m.moe_d_ff = get(model_key("base_moe_mlp_dim"));
+    if (m.moe_d_ff == 0) m.moe_d_ff = m.d_ff;
+    m.shared_experts = static_cast<int>(r.integer(model_key("shared_experts")).value_or(m.shared_experts));
+    m.moe_layer_step = get(model_key("interleave_moe_layer_step"));
+    if (m.moe_layer_step == 0)
+        m.moe_layer_step = static_cast<int>(model_key("interleave_moe_layer_step").integer_default());
+    if (m.experts_per_token > m.experts) {
+        r.error("num_experts_per_tok", fmt::format("num_experts_per_tok ({}) exceeds num_experts ({})",
+                                                   m.experts_per_token, m.experts));
+    }
+    if (!m.is_moe()) {
+        // Given at their defaults they say nothing (MaxText's base.yml gives them all).
+        const std::pair<const char*, bool> moe_only[] = {
+            {"num_experts_per_tok",
+             m.experts_per_token != model_key("num_experts_per_tok").integer_default()},
+            {"base_moe_mlp_dim", r.has("base_moe_mlp_dim") && m.moe_d_ff != m.d_ff},
+            {"shared_experts", m.shared_experts != model_key("shared_experts").integer_default()},
+            {"interleave_moe_layer_step",
+             m.moe_layer_step != model_key("interleave_moe_layer_step").integer_default()}};
+        for (const auto& [name, given] : moe_only) {
+            if (given)
+                r.error(
+                    name,
+                    fmt::format("{} applies to mixture-of-experts models only (num_experts above 1)", name));
+        }
     }
     return m;
 }

@@ -169,6 +169,17 @@ RunSpec parse_run(const YAML::Node& root, const std::string& file, const fs::pat
             training.master_dtype = static_cast<core::DType>(*dt);
         training.tensor_sequence =
             t.boolean(training_key("training.tensor_sequence")).value_or(training.tensor_sequence);
+        training.flash_block =
+            static_cast<int>(t.integer(training_key("training.sa_block_q")).value_or(training.flash_block));
+        training.capacity_factor =
+            t.number(training_key("training.capacity_factor")).value_or(training.capacity_factor);
+        training.sparse_matmul =
+            t.boolean(training_key("training.sparse_matmul")).value_or(training.sparse_matmul);
+        training.megablox = t.boolean(training_key("training.megablox")).value_or(training.megablox);
+        training.tile_batch_seq = static_cast<int>(
+            t.integer(training_key("training.tile_batch_seq")).value_or(training.tile_batch_seq));
+        training.load_balance_loss_weight = t.number(training_key("training.load_balance_loss_weight"))
+                                                .value_or(training.load_balance_loss_weight);
         training.pipeline_microbatches =
             static_cast<int>(t.integer(training_key("training.num_pipeline_microbatches"))
                                  .value_or(training.pipeline_microbatches));

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <array>
 #include <string_view>
 
 #include "config/whole_run_keys.hpp"
@@ -14,6 +15,7 @@ namespace podsim::config {
 // live nowhere else), then read it in config/run.cpp with MapReader's Key overloads and give the
 // RunSpec member its default from run_key("...").
 using core::KeyKind;
+inline constexpr std::array<std::string_view, 2> kCustomMeshNames = {"hybrid_ring_64x4", "hybrid_ring_32x8"};
 inline constexpr core::Key kRunKeys[] = {
     {.path = "schema", .required = true, .help = "must be podsim.run/v1"},
     {.path = "name", .default_note = "file name", .help = "name shown in reports"},
@@ -49,8 +51,10 @@ inline constexpr core::Key kRunKeys[] = {
     {.path = "mesh",
      .kind = KeyKind::mapping,
      .required = true,
-     .help = "logical axes: shorthand {fsdp: 4} for one slice, or {ici: {...}, dcn: {...}}; axis names as "
-             "`podsim explain parallelism` lists them; one size per level may be auto"},
+     .help =
+         "logical axes: shorthand {fsdp: 4} for one slice, {ici: {...}, dcn: {...}}, or MaxText's keys "
+         "({ici_fsdp_parallelism: 64, dcn_data_parallelism: 2}, -1 for auto); axis names as `podsim explain "
+         "parallelism` lists them; one size per level may be auto"},
     {.path = "mesh.ici",
      .kind = KeyKind::mapping,
      .default_note = "(required in long form)",
@@ -62,6 +66,16 @@ inline constexpr core::Key kRunKeys[] = {
      .kind = KeyKind::mapping,
      .default_note = "create_device_mesh",
      .help = "explicit placement of ICI axes on torus dimensions, e.g. {tensor: [z], fsdp: [x, y]}"},
+    {.path = "mesh.custom_mesh",
+     .kind = KeyKind::choice,
+     .choices = kCustomMeshNames,
+     .default_note = "(none)",
+     .help =
+         "(MaxText custom_mesh) on a 16x16 slice, hybrid_ring_64x4 puts the ICI axis of 4 on 2x2 blocks of "
+         "chips (a ring of 4 each) and the axis of 64 across the blocks; hybrid_ring_32x8 an axis of 8 on "
+         "2x4 "
+         "blocks",
+     .source = "MaxText max_utils.py create_custom_device_mesh, reshape_mesh_to_rings"},
     {.path = "mesh.<axis>",
      .kind = KeyKind::integer,
      .unit = "chips",

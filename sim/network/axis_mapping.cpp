@@ -59,11 +59,58 @@ bool take_exact(std::vector<DimState>& dims, const std::vector<int>& order, int 
     return false;
 }
 
+// MaxText's custom meshes (max_utils.reshape_mesh_to_rings) on a 16x16 slice: the smaller axis on
+// blocks of bx x by chips (hybrid_ring_64x4: 2x2 blocks, each a ring of 4; hybrid_ring_32x8: 2x4
+// blocks, rings of 8), the larger one across the blocks.
+std::variant<std::vector<AxisMapping>, std::string> map_custom(const hardware::TopologySpec& topology,
+                                                               const hardware::SliceShape& slice,
+                                                               const MeshSpec& mesh) {
+    const bool rings_of_4 = mesh.custom == "hybrid_ring_64x4";
+    if (!rings_of_4 && mesh.custom != "hybrid_ring_32x8")
+        return fmt::format("custom mesh '{}' is not hybrid_ring_64x4 or hybrid_ring_32x8", mesh.custom);
+    const hardware::SliceShape shape = hardware::normalized_slice(topology, slice);
+    if (shape.dims.size() < 2 || shape.dims[0] != 16 || shape.dims[1] != 16 || shape.chips() != 256 ||
+        topology.chip.devices_per_chip != 1)
+        return fmt::format(
+            "custom mesh {} places the chips of a 16x16 slice (MaxText create_custom_device_mesh); "
+            "slice {} is not one",
+            mesh.custom, slice.to_string());
+    const int small = rings_of_4 ? 4 : 8, large = rings_of_4 ? 64 : 32;
+    const int bx = 2, by = small / 2;
+    std::vector<AxisMapping> result(mesh.ici.size());
+    int placed_small = 0, placed_large = 0;
+    for (std::size_t i = 0; i < mesh.ici.size(); ++i) {
+        const MeshAxis& axis = mesh.ici[i];
+        result[i].axis = axis.name;
+        result[i].size = axis.size;
+        auto part = [&](int dim, int size, int stride) {
+            AxisDimPart p{dim, size, stride, false};
+            p.wraps = hardware::dimension_wraps(topology, shape, static_cast<std::size_t>(dim)) &&
+                      size * stride == 16;
+            return p;
+        };
+        if (axis.size == 1) continue;
+        if (axis.size == small && placed_small++ == 0) {
+            result[i].parts = {part(0, bx, 1), part(1, by, 1)};
+        } else if (axis.size == large && placed_large++ == 0) {
+            result[i].parts = {part(0, 16 / bx, bx), part(1, 16 / by, by)};
+        } else {
+            placed_small = 2;  // an axis of another size: not the custom mesh's shape
+        }
+    }
+    if (placed_small != 1 || placed_large != 1)
+        return fmt::format(
+            "custom mesh {} takes one ICI axis of {} and one of {} (and axes of 1); mesh {} is not so",
+            mesh.custom, large, small, mesh.to_string());
+    return result;
+}
+
 }  // namespace
 
 std::variant<std::vector<AxisMapping>, std::string> map_mesh_axes(const hardware::TopologySpec& topology,
                                                                   const hardware::SliceShape& slice,
                                                                   const MeshSpec& mesh) {
+    if (!mesh.custom.empty()) return map_custom(topology, slice, mesh);
     hardware::SliceShape shape = hardware::normalized_slice(topology, slice);
     const hardware::SliceShape grid = hardware::device_grid(
         topology, slice, hardware::devices_per_chip_in_use(topology, slice, mesh.ici_size()));

@@ -45,6 +45,7 @@ long MeshSpec::dcn_size_of(const std::string& name) const {
 std::string MeshSpec::to_string() const {
     std::string out = "ici{" + join(ici) + "}";
     if (!dcn.empty()) out += " dcn{" + join(dcn) + "}";
+    if (!custom.empty()) out += " " + custom;
     return out;
 }
 

@@ -21,6 +21,9 @@ struct MeshSpec {
     std::vector<MeshAxis> dcn;
     // Optional explicit placement: axis name -> torus dimensions (0 = x) it spans.
     std::map<std::string, std::vector<int>> mapping;
+    // A MaxText custom mesh (`custom_mesh`, max_utils.create_custom_device_mesh) placing the two
+    // axes instead: hybrid_ring_64x4 or hybrid_ring_32x8; empty for none.
+    std::string custom;
 
     long ici_size() const;
     long dcn_size() const;

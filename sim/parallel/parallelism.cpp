@@ -47,6 +47,14 @@ long param_group_divisor(const network::MeshSpec& mesh, const workload::ParamGro
     return n;
 }
 
+double param_group_shard(const network::MeshSpec& mesh, const workload::ParamGroup& group) {
+    const auto divisor = static_cast<double>(param_group_divisor(mesh, group));
+    if (group.expert_params == 0) return static_cast<double>(group.params) / divisor;
+    const auto experts = static_cast<double>(parallel::divisor(mesh, workload::Shard::expert));
+    return static_cast<double>(group.params - group.expert_params) / divisor +
+           static_cast<double>(group.expert_params) / (divisor * experts);
+}
+
 std::string split_by_text(workload::Shard role) {
     std::string out;
     for (const auto& kind : kParallelisms) {
@@ -55,6 +63,15 @@ std::string split_by_text(workload::Shard role) {
         out += kind.name;
     }
     return out;
+}
+
+std::vector<std::string> maxtext_keys() {
+    std::vector<std::string> keys;
+    for (const auto& kind : kParallelisms) {
+        keys.emplace_back(kind.maxtext_ici);
+        keys.emplace_back(kind.maxtext_dcn);
+    }
+    return keys;
 }
 
 std::vector<std::string> axis_names() {

@@ -17,7 +17,7 @@ namespace podsim::parallel {
 // (kParallelisms below): partitioning, sharding errors, mesh parsing, `explain` and sweeps read it,
 // and no module spells a kind's name. A new kind is one enum value, one declaration and, when it
 // inserts a collective no other kind does, that collective's rule.
-enum class Parallelism : std::uint8_t { data, fsdp, tensor, pipeline };
+enum class Parallelism : std::uint8_t { data, fsdp, tensor, pipeline, expert };
 
 // Which collectives an axis of the kind inserts, and where (the partitioner's rules).
 enum class CollectiveRule : std::uint8_t {
@@ -37,6 +37,12 @@ enum class CollectiveRule : std::uint8_t {
     // head, loss) run on every stage with the stage axis splitting their batch, and their gradients are
     // all-reduced over it (MaxText's logical rule activation_embed_and_logits_batch maps `stage`).
     pass_activations,
+    // Tokens sent to the chips of their experts and back: an all-to-all (ragged for dropless
+    // experts) around the expert matmuls of an MoE layer, in the forward and the backward.
+    exchange_tokens,
+    // The gradients of the parameters it does not split (all but the routed experts', which it
+    // splits) all-reduced once per step: it splits the batch as a data axis does.
+    all_reduce_unsplit_gradients,
 };
 
 // Sets of workload::Shard roles and of collective rules, as bits.
@@ -62,6 +68,7 @@ struct ParallelismKind {
     std::string_view maxtext_axis;
     std::string_view maxtext_ici;
     std::string_view maxtext_dcn;
+    int maxtext_rank = 0;               // its place in MaxText's mesh_axes (later = more local)
     bool across_slices = false;         // may be an axis of mesh.dcn
     ShardSet splits = 0;                // the workload::Shard roles whose extents the axis divides
     RuleSet inserts = 0;                // the collectives it inserts
@@ -77,8 +84,9 @@ inline constexpr ParallelismKind kParallelisms[] = {
      .maxtext_axis = "data",
      .maxtext_ici = "ici_data_parallelism",
      .maxtext_dcn = "dcn_data_parallelism",
+     .maxtext_rank = 1,
      .across_slices = true,
-     .splits = shards({Shard::batch}),
+     .splits = shards({Shard::batch, Shard::batch_no_expert}),
      .inserts = rules({CollectiveRule::all_reduce_gradients}),
      .splits_text = "the batch",
      .collectives_text = "one all-reduce of each parameter group's gradients (param_dtype) after the last "
@@ -89,7 +97,8 @@ inline constexpr ParallelismKind kParallelisms[] = {
      .maxtext_axis = "fsdp",
      .maxtext_ici = "ici_fsdp_parallelism",
      .maxtext_dcn = "dcn_fsdp_parallelism",
-     .splits = shards({Shard::batch, Shard::param}),
+     .maxtext_rank = 3,
+     .splits = shards({Shard::batch, Shard::batch_no_expert, Shard::param}),
      .inserts = rules({CollectiveRule::gather_parameters}),
      .splits_text = "the batch, and parameters, gradients and optimizer state",
      .collectives_text = "per microbatch: an all-gather of each parameter group before its first forward use "
@@ -101,6 +110,7 @@ inline constexpr ParallelismKind kParallelisms[] = {
      .maxtext_axis = "tensor",
      .maxtext_ici = "ici_tensor_parallelism",
      .maxtext_dcn = "dcn_tensor_parallelism",
+     .maxtext_rank = 8,
      .splits = shards({Shard::tensor, Shard::param}),
      .inserts = rules({CollectiveRule::reduce_partial_sums}),
      .splits_text = "heads, KV heads, the MLP width and the vocabulary of the embedding and LM head",
@@ -114,6 +124,7 @@ inline constexpr ParallelismKind kParallelisms[] = {
      .maxtext_axis = "stage",
      .maxtext_ici = "ici_pipeline_parallelism",
      .maxtext_dcn = "dcn_pipeline_parallelism",
+     .maxtext_rank = 2,
      .across_slices = true,
      .inserts = rules({CollectiveRule::pass_activations}),
      .splits_text =
@@ -124,12 +135,29 @@ inline constexpr ParallelismKind kParallelisms[] = {
          "and of its input gradient to the previous stage in the backward; an all-reduce of the "
          "embedding's and head's gradients",
      .source = "GPipe (Huang et al. 2019); MaxText layers/pipeline.py (GPipe and circular schedules)"},
+    {.kind = Parallelism::expert,
+     .name = "expert",
+     .maxtext_axis = "expert",
+     .maxtext_ici = "ici_expert_parallelism",
+     .maxtext_dcn = "dcn_expert_parallelism",
+     .maxtext_rank = 10,
+     .across_slices = true,
+     .splits = shards({Shard::batch, Shard::expert}),
+     .inserts = rules({CollectiveRule::exchange_tokens, CollectiveRule::all_reduce_unsplit_gradients}),
+     .splits_text =
+         "the routed experts of every MoE layer (and their weights, gradients and optimizer state), and "
+         "the batch outside the experts",
+     .collectives_text =
+         "an all-to-all of the dispatched tokens before each MoE layer's experts and of their "
+         "outputs after them (ragged for dropless experts), forward and backward; an all-reduce of "
+         "the other parameters' gradients after the last microbatch",
+     .source = "GShard (Lepikhin et al. 2020); MaxText layers/moe.py and its `expert` axis"},
 };
 
 constexpr const ParallelismKind& parallelism(Parallelism kind) {
     return kParallelisms[static_cast<std::size_t>(kind)];
 }
-static_assert(parallelism(Parallelism::pipeline).kind == Parallelism::pipeline, "declarations in enum order");
+static_assert(parallelism(Parallelism::expert).kind == Parallelism::expert, "declarations in enum order");
 
 constexpr bool splits(const ParallelismKind& kind, workload::Shard role) {
     return (kind.splits >> static_cast<unsigned>(role)) & 1u;
@@ -154,8 +182,14 @@ long divisor(const network::MeshSpec& mesh, workload::Shard role);
 // every kind that splits Shard::param, but a kind that splits tensor-parallel dimensions
 // (Shard::tensor) only for groups sharded along them (ParamGroup::tensor_sharded).
 long param_group_divisor(const network::MeshSpec& mesh, const workload::ParamGroup& group);
+// A parameter group's parameters per chip: the routed experts' also divided by the kinds that split
+// Shard::expert.
+double param_group_shard(const network::MeshSpec& mesh, const workload::ParamGroup& group);
 // The kinds that split `role`, as "data x fsdp".
 std::string split_by_text(workload::Shard role);
+
+// The MaxText config keys of every kind (ici_data_parallelism, dcn_data_parallelism, ...).
+std::vector<std::string> maxtext_keys();
 
 // The mesh axis names, in declaration order ("data, fsdp and tensor").
 std::vector<std::string> axis_names();

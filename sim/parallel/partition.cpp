@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <map>
 #include <memory>
 #include <string_view>
@@ -427,23 +428,30 @@ class Partitioner {
             p_.comm_axes.push_back(comm);
         }
         if (in_.mesh.dcn_size() > 1) {
-            // The data-parallel slices (all of them unless stages run across slices), and the stages.
-            const ParallelismKind& staging = kind_inserting(CollectiveRule::pass_activations);
-            const long dcn_stages = in_.mesh.dcn_size_of(std::string(staging.name));
-            const long dcn_data = in_.mesh.dcn_size() / dcn_stages;
+            // The data-parallel slices ("dcn"), then every other kind that runs across slices
+            // ("dcn:<name>").
+            const ParallelismKind& data = kind_inserting(CollectiveRule::all_reduce_gradients);
+            long dcn_data = in_.mesh.dcn_size();
+            for (const auto& kind : kParallelisms)
+                if (&kind != &data) dcn_data /= in_.mesh.dcn_size_of(std::string(kind.name));
             if (dcn_data > 1) {
                 dcn_axis_ = static_cast<int>(p_.comm_axes.size());
                 p_.resources.push_back(Resource{"dcn", ResourceKind::dcn, dcn_axis_});
                 p_.comm_axes.push_back(CommAxis{"dcn", ResourceKind::dcn, static_cast<int>(dcn_data), {}});
             }
-            if (dcn_stages > 1) {
-                const std::string name = "dcn:" + std::string(staging.name);
+            for (const auto& kind : kParallelisms) {
+                const long size = in_.mesh.dcn_size_of(std::string(kind.name));
+                if (&kind == &data || size <= 1) continue;
+                const std::string name = "dcn:" + std::string(kind.name);
                 axis_index_[name] = static_cast<int>(p_.comm_axes.size());
                 p_.resources.push_back(
                     Resource{name, ResourceKind::dcn, static_cast<int>(p_.comm_axes.size())});
-                p_.comm_axes.push_back(CommAxis{name, ResourceKind::dcn, static_cast<int>(dcn_stages), {}});
+                p_.comm_axes.push_back(CommAxis{name, ResourceKind::dcn, static_cast<int>(size), {}});
             }
         }
+        const ParallelismKind& exchanging = kind_inserting(CollectiveRule::exchange_tokens);
+        expert_axis_ = axis(exchanging);
+        if (expert_axis_ < 0) expert_axis_ = axis("dcn:" + std::string(exchanging.name));
         // Remat offload moves saved activations over the chip's host link, a resource of its own.
         bool offloads = false;
         for (const auto& op : g_.ops()) offloads = offloads || op.offloaded;
@@ -522,9 +530,20 @@ class Partitioner {
         p_.optimizer_bytes = state.optimizer;
     }
 
+    // A group's parameters once gathered over FSDP: split over tensor and, the routed experts', over
+    // the expert axis.
+    double unsharded_params(const workload::ParamGroup& group) const {
+        const double tensor = group.tensor_sharded ? static_cast<double>(tensor_) : 1.0;
+        if (group.expert_params == 0) return static_cast<double>(group.params) / tensor;
+        return static_cast<double>(group.params - group.expert_params) / tensor +
+               static_cast<double>(group.expert_params) / (tensor * divisor(Shard::expert));
+    }
+
     double gathered_bytes(const workload::ParamGroup& group) const {
-        return static_cast<double>(group.params) /
-               (group.tensor_sharded ? static_cast<double>(tensor_) : 1.0) * fsdp_bytes_;
+        if (group.expert_params == 0)
+            return static_cast<double>(group.params) /
+                   (group.tensor_sharded ? static_cast<double>(tensor_) : 1.0) * fsdp_bytes_;
+        return unsharded_params(group) * fsdp_bytes_;
     }
 
     double divisor(Shard shard) const { return divisor_[static_cast<std::size_t>(shard)]; }
@@ -572,6 +591,14 @@ class Partitioner {
             d.mm_m = size(s.m, samples);
             d.mm_n = size(s.n, samples);
             d.mm_k = size(s.k, samples);
+            if (op.group_tile > 0) {
+                // A grouped matmul (megablox gmm, jax make_group_metadata): the token rows in tiles of
+                // group_tile (at most all of them), and one tile more for each group but the first, which
+                // starts inside a tile; the rows are m, or k for the weight gradient.
+                double& rows = workload::per_sample(s.m.shard) ? d.mm_m : d.mm_k;
+                const double tile = std::min(static_cast<double>(op.group_tile), rows);
+                rows = (std::ceil(rows / tile) + size(op.groups, samples) - 1.0) * tile;
+            }
             d.flop_scale = op.flop_scale;
             d.flops = 2.0 * d.mm_batch * d.mm_m * d.mm_n * d.mm_k * op.flop_scale;
         }
@@ -812,6 +839,26 @@ class Partitioner {
                                               : ready[static_cast<std::size_t>(pred)];
                 if (r >= 0) deps.push_back(r);
             }
+            if (op.kind == OpKind::exchange) {
+                // Tokens to their experts' chips or back: an all-to-all over the expert axis, or
+                // without one (every chip holds every expert) nothing, its input standing for its
+                // output (and kept in its place when the remat policy keeps it).
+                int input = -1;
+                for (int dep : deps) input = std::max(input, dep);
+                if (op.kept_for_backward && input >= 0)
+                    p_.ops[static_cast<std::size_t>(input)].kept_for_backward = true;
+                if (expert_axis_ < 0) {
+                    ready[static_cast<std::size_t>(gi)] = input;
+                    continue;
+                }
+                DeviceOp exchange =
+                    collective(op_name(gi, OpSuffix::none), CollectiveKind::all_to_all, expert_axis_,
+                               bytes(op.reads[0], samples_of(op)), op.phase, op.layer, mb);
+                exchange.deps = deps;
+                ready[static_cast<std::size_t>(gi)] =
+                    emit(std::move(exchange), {.rule = OpSizing::Rule::collective_input, .ref = gi});
+                continue;
+            }
             int index;
             if (!gathers_sequence && !split) {
                 // Nearly every op: the graph op's compute op as it is, copied once, into its place
@@ -912,8 +959,10 @@ class Partitioner {
                           std::vector<int>& final_grad, bool reduce_scatter = true) {
         const auto& pg = g_.param_groups[static_cast<std::size_t>(group)];
         const double per_element = fsdp_axis >= 0 ? reduce_scatter_bytes_ : param_bytes_;
-        double full = static_cast<double>(pg.params) /
-                      (pg.tensor_sharded ? static_cast<double>(tensor_) : 1.0) * per_element;
+        double full = pg.expert_params == 0
+                          ? static_cast<double>(pg.params) /
+                                (pg.tensor_sharded ? static_cast<double>(tensor_) : 1.0) * per_element
+                          : unsharded_params(pg) * per_element;
         int last = after;
         if (fsdp_axis >= 0 && reduce_scatter) {
             DeviceOp rs =
@@ -936,6 +985,18 @@ class Partitioner {
                 DeviceOp ar =
                     collective(group_name(group, GroupSuffix::all_reduce_dcn), CollectiveKind::all_reduce,
                                dcn_axis_, shard, Phase::backward, pg.layer, mb);
+                ar.deps.push_back(last);
+                last = emit(std::move(ar));
+            }
+            if (expert_axis_ >= 0) {
+                // The expert axis splits the batch: the gradients of what it does not split (all but
+                // the routed experts) are summed over it.
+                const double tensor = pg.tensor_sharded ? static_cast<double>(tensor_) : 1.0;
+                const double dense = static_cast<double>(pg.params - pg.expert_params) / tensor *
+                                     per_element / static_cast<double>(fsdp_);
+                DeviceOp ar =
+                    collective(group_name(group, GroupSuffix::all_reduce_experts), CollectiveKind::all_reduce,
+                               expert_axis_, dense, Phase::backward, pg.layer, mb);
                 ar.deps.push_back(last);
                 last = emit(std::move(ar));
             }
@@ -965,6 +1026,7 @@ class Partitioner {
     std::vector<std::vector<int>> ready_mb_, ready_outer_;
     std::map<std::pair<int, int>, int> permutes_;
     int stage_axis_ = -1;
+    int expert_axis_ = -1;  // the comm axis tokens go to their experts over (all-to-all), or -1
     workload::OpGraph::PredecessorLists preds_;
     DeviceProgram p_;
     // The kinds that gather parameters (FSDP) and reduce partial sums (tensor), and their axes' sizes.
@@ -1000,11 +1062,14 @@ StateBytes state_bytes(const std::vector<const workload::ParamGroup*>& groups,
     StateBytes state;
     for (const workload::ParamGroup* group : groups) {
         const auto divisor = static_cast<double>(param_group_divisor(mesh, *group));
-        const double shard = static_cast<double>(group->params) / divisor;
+        const double shard = param_group_shard(mesh, *group);
         state.params += shard * param_bytes;
         state.grads += shard * param_bytes;
-        state.optimizer +=
+        double optimizer =
             workload::optimizer_state_bytes(*group, training.optimizer, training.param_dtype) / divisor;
+        // The routed experts' state is split over the expert axis too, in proportion.
+        if (group->expert_params > 0) optimizer *= shard / (static_cast<double>(group->params) / divisor);
+        state.optimizer += optimizer;
         if (training.master_dtype && *training.master_dtype != training.param_dtype)
             state.optimizer += shard * static_cast<double>(core::dtype_bytes(*training.master_dtype));
     }

@@ -21,6 +21,7 @@ enum class GroupSuffix {
     all_reduce,
     all_reduce_dcn,
     all_reduce_stages,
+    all_reduce_experts,
     count
 };
 

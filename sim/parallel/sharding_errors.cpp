@@ -54,6 +54,46 @@ std::vector<ShardingError> sharding_errors(const workload::ModelSpec& m, const w
                                                kind.name, tensor)});
         }
     }
+    // Experts over the kinds that split them (MaxText layers/moe.py: num_experts // expert parallelism).
+    for (const auto& kind : kParallelisms) {
+        if (!splits(kind, workload::Shard::expert)) continue;
+        const long experts = axis_size(mesh, kind.kind);
+        if (experts <= 1) continue;
+        const std::string key = fmt::format("mesh.{}", kind.name);
+        if (mesh.ici_size_of(std::string(kind.name)) > 1 && mesh.dcn_size_of(std::string(kind.name)) > 1) {
+            errors.push_back(
+                {key, fmt::format("an {} axis over ICI and DCN at once is not modelled: give it in "
+                                  "mesh.ici or in mesh.dcn",
+                                  kind.name)});
+        }
+        if (!m.is_moe()) {
+            errors.push_back(
+                {key, fmt::format("the model has no experts to split over the {} axis ({}): give "
+                                  "model.num_experts",
+                                  kind.name, experts)});
+        } else if (m.experts % experts != 0) {
+            errors.push_back({key, fmt::format("model.num_experts ({}) is not divisible by the {} axis ({})",
+                                               m.experts, kind.name, experts)});
+        } else if (!t.sparse_matmul && t.capacity_factor <= 0) {
+            errors.push_back(
+                {"training.capacity_factor",
+                 fmt::format("every expert on every token (sparse_matmul false, no capacity_factor) "
+                             "is not modelled with an {} axis: give a capacity_factor or sparse_matmul",
+                             kind.name)});
+        }
+    }
+    if (m.is_moe()) {
+        for (const auto& kind : kParallelisms) {
+            if (!splits(kind, workload::Shard::tensor)) continue;
+            const long tensor = axis_size(mesh, kind.kind);
+            if (tensor > 1 && m.moe_d_ff % tensor != 0) {
+                errors.push_back(
+                    {fmt::format("mesh.{}", kind.name),
+                     fmt::format("model.base_moe_mlp_dim ({}) is not divisible by the {} axis ({})",
+                                 m.moe_d_ff, kind.name, tensor)});
+            }
+        }
+    }
     // Pipeline stages (MaxText's rules, layers/pipeline.py and configs/base.yml).
     const ParallelismKind& staging = kind_inserting(CollectiveRule::pass_activations);
     const long stages = axis_size(mesh, staging.kind);

@@ -113,7 +113,9 @@ std::vector<Interval> unite(const std::vector<Interval>& a, const std::vector<In
 double model_flops_per_step(const workload::ModelSpec& model, const workload::TrainingSpec& training,
                             bool with_attention) {
     double tokens = static_cast<double>(training.global_batch) * model.tokens_per_sample(training.seq_len);
-    double n = static_cast<double>(workload::count_params(model).total);
+    // The parameters a token goes through: an MoE layer's routed experts counted num_experts_per_tok
+    // times, not num_experts (MaxText maxtext_utils.calculate_tflops_training_per_device).
+    double n = static_cast<double>(workload::count_params(model).active);
     double flops = 6.0 * n * tokens;
     if (with_attention) {
         flops += 12.0 * model.layers * static_cast<double>(model.tokens_per_sample(training.seq_len)) *

@@ -311,9 +311,10 @@ std::optional<Simulation> simulate_folded(const RunSpec& spec, const RunSpec& cu
 }
 
 bool foldable(const RunSpec& spec, const SimulateOptions& options, int layers_cut) {
-    // A pipeline's stages are programs of their own, not periods of one: never folded.
+    // A pipeline's stages are programs of their own, not periods of one: never folded; nor MoE
+    // layers between dense ones, whose layers differ from their neighbours.
     return options.fold && !options.exact && !options.link_bytes && !spec.runtime.recompile_every_step &&
-           spec.model.layers >= layers_cut + 2 &&
+           spec.model.layers >= layers_cut + 2 && (!spec.model.is_moe() || spec.model.moe_layer_step == 1) &&
            !parallel::pipeline_schedule(spec.training, spec.mesh, spec.model.layers).pipelined();
 }
 

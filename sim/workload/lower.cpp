@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -21,6 +22,12 @@ Extent batch(I n) {
 }
 Extent tensor(I n) {
     return Extent{n, Shard::tensor};
+}
+Extent expert(I n) {
+    return Extent{n, Shard::expert};
+}
+Extent batch_no_expert(I n) {
+    return Extent{n, Shard::batch_no_expert};
 }
 
 // Builds the graph; remembers, for each forward op, the op that last produced its output
@@ -58,6 +65,7 @@ class Lowering {
         int index;                  // in the graph
         int producer;               // what the backward reads its inputs from
         std::array<int, 3> inputs;  // forward indices of the ops it reads, then -1
+        int backward_reads = 3;     // its first inputs that its backward reads (a fused residual is not)
     };
 
     int embedding_group() const { return 0; }
@@ -78,11 +86,22 @@ class Lowering {
         }
         g_.param_groups.push_back(embed);
         for (int l = 0; l < m_.layers; ++l) {
-            ParamGroup layer{fmt::format("layer{}", l), l, c.per_layer, true, {}};
-            layer.matrices = {{d, m_.attention_width() + 2 * m_.kv_width()},
-                              {m_.attention_width(), d},
-                              {d, (m_.gated() ? 2 : 1) * static_cast<I>(m_.d_ff)},
-                              {m_.d_ff, d}};
+            const bool moe = m_.is_moe_layer(l);
+            ParamGroup layer{fmt::format("layer{}", l), l, moe ? c.per_moe_layer : c.per_layer, true, {}};
+            layer.matrices = {{d, m_.attention_width() + 2 * m_.kv_width()}, {m_.attention_width(), d}};
+            if (!moe) {
+                layer.matrices.push_back({d, (m_.gated() ? 2 : 1) * static_cast<I>(m_.d_ff)});
+                layer.matrices.push_back({m_.d_ff, d});
+            } else {
+                // The gate, then each routed and shared expert's up and down projections.
+                const I ff = m_.moe_d_ff > 0 ? m_.moe_d_ff : m_.d_ff;
+                layer.matrices.push_back({d, m_.experts});
+                for (int e = 0; e < m_.experts + m_.shared_experts; ++e) {
+                    layer.matrices.push_back({d, (m_.gated() ? 2 : 1) * ff});
+                    layer.matrices.push_back({ff, d});
+                }
+                layer.expert_params = c.routed_experts_per_moe_layer;
+            }
             g_.param_groups.push_back(layer);
         }
         ParamGroup head{"head", -1, c.head, false, {}};
@@ -149,11 +168,11 @@ class Lowering {
         return op;
     }
 
-    int forward(Op op, std::initializer_list<int> inputs) {
+    int forward(Op op, std::initializer_list<int> inputs, int backward_reads = 3) {
         op.phase = Phase::forward;
         int index = add(std::move(op), inputs);
         PODSIM_ASSERT(inputs.size() <= 3, "a forward op reads at most three others");
-        Forward f{index, index, {-1, -1, -1}};
+        Forward f{index, index, {-1, -1, -1}, backward_reads};
         std::copy(inputs.begin(), inputs.end(), f.inputs.begin());
         forwards_.push_back(f);
         return index;
@@ -212,20 +231,183 @@ class Lowering {
             ln2.param_group = group;
             mlp_in = forward(std::move(ln2), {attn_out});
         }
-        const I up_width = (m_.gated() ? 2 : 1) * static_cast<I>(m_.d_ff);
-        Op up = weight_matmul(p + "mlp_up", l, group, T, none(d), tensor(up_width));
-        up.activation = ActivationName::mlpwi;
-        up.writes = {act({T, tensor(m_.d_ff)})};  // activation (and gate product) fused in
-        int mlp_up = forward(std::move(up), {mlp_in});
-        Op down = weight_matmul(p + "mlp_down", l, group, T, tensor(m_.d_ff), none(d));
-        down.activation = ActivationName::mlpwo;
-        down.reads.push_back(act({T, none(d)}));  // residual
-        int out_index = forward(std::move(down), {mlp_up, attn_out});
+        int out_index;
+        if (m_.is_moe_layer(l)) {
+            out_index = moe_forward(p, l, group, mlp_in, attn_out);
+        } else {
+            const I up_width = (m_.gated() ? 2 : 1) * static_cast<I>(m_.d_ff);
+            Op up = weight_matmul(p + "mlp_up", l, group, T, none(d), tensor(up_width));
+            up.activation = ActivationName::mlpwi;
+            up.writes = {act({T, tensor(m_.d_ff)})};  // activation (and gate product) fused in
+            int mlp_up = forward(std::move(up), {mlp_in});
+            Op down = weight_matmul(p + "mlp_down", l, group, T, tensor(m_.d_ff), none(d));
+            down.activation = ActivationName::mlpwo;
+            down.reads.push_back(act({T, none(d)}));  // residual
+            out_index = forward(std::move(down), {mlp_up, attn_out});
+        }
 
         decide_saved(first, out_index);
         layer_outputs_.push_back(out_index);
         layer_ranges_.push_back({first, forwards_.size()});
         return out_index;
+    }
+
+    // A matmul of an MoE layer: C[batch..., m, n] = A[batch..., m, k] x B[batch..., k, n], reading
+    // `lhs` and `rhs` and writing `out`; with a parameter group, a weight matmul of that group.
+    Op moe_matmul(std::string name, int l, int group, std::array<Extent, 2> batch_dims, Extent m, Extent k,
+                  Extent n, Tensor lhs, Tensor rhs, Tensor out) const {
+        Op op;
+        op.name = std::move(name);
+        op.kind = OpKind::matmul;
+        op.layer = l;
+        op.param_group = group;
+        op.weight_matmul = group >= 0;
+        op.matmul.batch = batch_dims;
+        op.matmul.m = m;
+        op.matmul.k = k;
+        op.matmul.n = n;
+        op.reads = {std::move(lhs), std::move(rhs)};
+        op.writes = {std::move(out)};
+        return op;
+    }
+
+    // Tokens on their way to their experts' chips or back (OpKind::exchange).
+    Op exchange(std::string name, int l, Tensor in, Tensor out) const {
+        Op op;
+        op.name = std::move(name);
+        op.kind = OpKind::exchange;
+        op.layer = l;
+        op.reads = {std::move(in)};
+        op.writes = {std::move(out)};
+        return op;
+    }
+
+    // Tokens an expert takes per sequence when it drops the rest (MaxText layers/moe.py
+    // generate_masks): int(max(ceil(seq x k / E) x capacity_factor, capacity_factor)).
+    I expert_capacity() const {
+        const double tokens = static_cast<double>(S_) * m_.experts_per_token;
+        const double per_expert = std::ceil(tokens / m_.experts);
+        return static_cast<I>(std::max(per_expert * t_.capacity_factor, t_.capacity_factor));
+    }
+
+    // An MoE layer's MLP (MaxText layers/moe.py RoutedMoE, RoutedAndSharedMoE) on `in`, adding
+    // `residual`: the shared experts, the router (gate logits, softmax and top-k, with the
+    // load-balancing loss), then the routed experts as the training settings run them:
+    //  - dropping (capacity_factor > 0, not sparse_matmul): one-hot dispatch and combine einsums
+    //    around batched expert matmuls over E x capacity slots;
+    //  - dropless (sparse_matmul): tokens sorted by expert, grouped matmuls, unsorted and weighted;
+    //  - dense (neither): every expert on every token, weighted.
+    // Tokens move to their experts' chips and back through exchange ops (all-to-all over the
+    // expert axis). Returns the op producing the layer's output.
+    int moe_forward(const std::string& p, int l, int group, int in, int residual) {
+        const I d = m_.d_model, E = m_.experts, k = m_.experts_per_token;
+        const I ff = m_.moe_d_ff > 0 ? m_.moe_d_ff : m_.d_ff;
+        const I up_width = (m_.gated() ? 2 : 1) * ff;
+        const Extent T = batch(S_);
+        // Shared experts: one dense MLP of shared x ff, its down projection fusing the residual add.
+        int base = residual;
+        if (m_.shared_experts > 0) {
+            const I shared = ff * m_.shared_experts;
+            Op up =
+                weight_matmul(p + "shared_up", l, group, T, none(d), tensor(up_width * m_.shared_experts));
+            up.activation = ActivationName::mlpwi;
+            up.writes = {act({T, tensor(shared)})};
+            int shared_up = forward(std::move(up), {in});
+            Op down = weight_matmul(p + "shared_down", l, group, T, tensor(shared), none(d));
+            down.activation = ActivationName::mlpwo;
+            down.reads.push_back(act({T, none(d)}));
+            base = forward(std::move(down), {shared_up, residual});
+        }
+        Op gate = weight_matmul(p + "gate", l, group, T, none(d), none(E));
+        int logits = forward(std::move(gate), {in});
+        // Routing: softmax (fp32) and top-k over the logits; the load-balancing loss (Switch
+        // Transformer) reads the top-k one-hot and the probabilities once more.
+        std::vector<Tensor> route_reads = {act({T, none(E)})};
+        if (t_.load_balance_loss_weight > 0) route_reads.push_back(Tensor::of({T, none(E)}, 4));
+        const bool dropping = !t_.sparse_matmul && t_.capacity_factor > 0;
+        if (dropping) {
+            const I slots = E * expert_capacity();
+            // The combine mask [B, S, E, C] (its bool cast is the dispatch mask).
+            const Tensor mask = act({batch(1), none(S_), none(slots)});
+            int route = forward(fusion(p + "routing", l, route_reads, {mask}), {logits});
+            // dispatch: BSM,BSEC -> EBCM (a dot with batch dimension B; the mask gets no gradient)
+            Op dispatch = moe_matmul(p + "dispatch", l, -1, {batch(1), none(1)}, none(slots), none(S_),
+                                     none(d), act({T, none(d)}), mask, act({batch(1), none(slots), none(d)}));
+            dispatch.backward = BackwardKind::no_rhs_gradient;
+            int dispatched = forward(std::move(dispatch), {in, route});
+            const Tensor at_experts = act({expert(E), batch_no_expert(expert_capacity()), none(d)});
+            int x = forward(
+                exchange(p + "dispatch.exchange", l, act({batch(1), none(slots), none(d)}), at_experts),
+                {dispatched}, 0);
+            // Experts: EBCM,EMH -> EBCH and back, batched over the experts.
+            const Extent slots_of_expert = batch_no_expert(expert_capacity());
+            Op up = moe_matmul(p + "expert_up", l, group, {expert(E), none(1)}, slots_of_expert, none(d),
+                               tensor(up_width), at_experts, act({expert(E), none(d), tensor(up_width)}),
+                               act({expert(E), slots_of_expert, tensor(ff)}));
+            up.activation = ActivationName::mlpwi;
+            int expert_up = forward(std::move(up), {x});
+            Op down = moe_matmul(p + "expert_down", l, group, {expert(E), none(1)}, slots_of_expert,
+                                 tensor(ff), none(d), act({expert(E), slots_of_expert, tensor(ff)}),
+                                 act({expert(E), tensor(ff), none(d)}), at_experts);
+            down.activation = ActivationName::mlpwo;
+            int expert_down = forward(std::move(down), {expert_up});
+            int back = forward(
+                exchange(p + "combine.exchange", l, at_experts, act({batch(1), none(slots), none(d)})),
+                {expert_down}, 0);
+            // combine: EBCM,BSEC -> BSM, with the residual (and shared experts) added
+            Op combine = moe_matmul(p + "combine", l, -1, {batch(1), none(1)}, none(S_), none(slots), none(d),
+                                    act({batch(1), none(slots), none(d)}), mask, act({T, none(d)}));
+            combine.reads.push_back(act({T, none(d)}));
+            return forward(std::move(combine), {back, route, base}, 2);
+        }
+        if (t_.sparse_matmul) {
+            // Top-k weights and expert ids per token, then the tokens sorted by expert, k times.
+            const Tensor choice = Tensor::of({T, none(k)}, 4);
+            int route = forward(fusion(p + "routing", l, route_reads, {choice, choice}), {logits});
+            const Extent rows = batch(S_ * k);
+            int sorted = forward(
+                fusion(p + "permute", l, {act({T, none(d)}), choice}, {act({rows, none(d)})}), {in, route});
+            // Ragged all-to-all: each chip keeps as many rows, now of its own experts.
+            int x = forward(exchange(p + "dispatch.exchange", l, act({rows, none(d)}), act({rows, none(d)})),
+                            {sorted}, 0);
+            Op up = moe_matmul(p + "expert_up", l, group, {none(1), none(1)}, rows, none(d), tensor(up_width),
+                               act({rows, none(d)}), act({expert(E), none(d), tensor(up_width)}),
+                               act({rows, tensor(ff)}));
+            up.activation = ActivationName::mlpwi;
+            up.group_tile = t_.tile_batch_seq;
+            up.groups = expert(E);
+            int expert_up = forward(std::move(up), {x});
+            Op down = moe_matmul(p + "expert_down", l, group, {none(1), none(1)}, rows, tensor(ff), none(d),
+                                 act({rows, tensor(ff)}), act({expert(E), tensor(ff), none(d)}),
+                                 act({rows, none(d)}));
+            down.activation = ActivationName::mlpwo;
+            down.group_tile = t_.tile_batch_seq;
+            down.groups = expert(E);
+            int expert_down = forward(std::move(down), {expert_up});
+            int back =
+                forward(exchange(p + "combine.exchange", l, act({rows, none(d)}), act({rows, none(d)})),
+                        {expert_down}, 0);
+            // Unsorted, weighted and summed over the k choices (fp32), with the residual added.
+            return forward(fusion(p + "unpermute", l, {act({rows, none(d)}), choice, act({T, none(d)})},
+                                  {act({T, none(d)})}),
+                           {back, route, base}, 2);
+        }
+        // Every expert on every token: BSM,EMH -> BSEH, then BSEH,EHM -> BSEM, weighted sum over E.
+        int route = forward(fusion(p + "routing", l, route_reads, {act({T, none(E)})}), {logits});
+        Op up = moe_matmul(p + "expert_up", l, group, {expert(E), none(1)}, T, none(d), tensor(up_width),
+                           act({T, none(d)}), act({expert(E), none(d), tensor(up_width)}),
+                           act({expert(E), T, tensor(ff)}));
+        up.activation = ActivationName::mlpwi;
+        int expert_up = forward(std::move(up), {in});
+        Op down = moe_matmul(p + "expert_down", l, group, {expert(E), none(1)}, T, tensor(ff), none(d),
+                             act({expert(E), T, tensor(ff)}), act({expert(E), tensor(ff), none(d)}),
+                             act({expert(E), T, none(d)}));
+        down.activation = ActivationName::mlpwo;
+        int expert_down = forward(std::move(down), {expert_up});
+        return forward(
+            fusion(p + "weighted_sum", l,
+                   {act({expert(E), T, none(d)}), act({T, none(E)}), act({T, none(d)})}, {act({T, none(d)})}),
+            {expert_down, route, base}, 2);
     }
 
     // What stays in HBM until this layer's backward: the remat policy's save set (MaxText
@@ -252,7 +434,7 @@ class Lowering {
             // activation operand (the first input; a fused residual is not read); other ops read all.
             if (op.kind == OpKind::fusion) read_by_backward[i] = true;
             for (std::size_t k = 0; k < f.inputs.size(); ++k) {
-                if (op.weight_matmul && k > 0) continue;
+                if ((op.weight_matmul && k > 0) || static_cast<int>(k) >= f.backward_reads) continue;
                 const std::size_t at = local(f.inputs[k]);
                 if (at < n) read_by_backward[at] = true;
             }
@@ -436,6 +618,14 @@ class Lowering {
             b.writes = {fwd.reads.begin(), fwd.reads.end()};
             return deps_with(std::move(b));
         }
+        if (fwd.kind == OpKind::exchange) {
+            // The gradient goes back the way the tokens came.
+            Op b = fwd;
+            b.name = fwd.name + ".bwd";
+            b.reads = fwd.writes;
+            b.writes = fwd.reads;
+            return deps_with(std::move(b));
+        }
         if (fwd.kind == OpKind::matmul) {
             const MatmulShape& s = fwd.matmul;
             bool has_weight = fwd.param_group >= 0;
@@ -446,6 +636,8 @@ class Lowering {
             dgrad.param_group = fwd.param_group;
             dgrad.attention_internal = fwd.attention_internal;
             dgrad.matmul = {s.batch, s.m, s.k, s.n};
+            dgrad.group_tile = fwd.group_tile;
+            dgrad.groups = fwd.groups;
             dgrad.reads = {fwd.writes[0], fwd.reads[1]};
             dgrad.writes = {fwd.reads[0]};
             Op wgrad = dgrad;
@@ -456,6 +648,7 @@ class Lowering {
             if (has_weight) w.element_bytes = p_;  // weight gradients accumulate in the param dtype
             wgrad.writes = {w};
             const bool input_gradient = fwd.backward != BackwardKind::no_input_gradient;
+            if (fwd.backward == BackwardKind::no_rhs_gradient) return deps_with(std::move(dgrad));
             deps_with(std::move(wgrad));
             if (!input_gradient) return grad;
             return deps_with(std::move(dgrad));
@@ -549,33 +742,17 @@ OpGraph lower_training_step(const ModelSpec& model, const TrainingSpec& training
 std::string lowering_key(const ModelSpec& m, const TrainingSpec& t) {
     // Every field as a 64-bit integer, in raw bytes: the key is only compared, and formatting 27
     // numbers as text cost more than the rest of a cache hit.
-    const std::int64_t fields[] = {static_cast<int>(m.family),
-                                   m.layers,
-                                   m.d_model,
-                                   m.heads,
-                                   m.head_dim,
-                                   m.kv_heads,
-                                   m.d_ff,
-                                   static_cast<int>(m.activation),
-                                   m.vocab,
-                                   m.max_positions,
-                                   m.tied_embeddings,
-                                   m.bias,
-                                   m.parallel_block,
-                                   static_cast<int>(m.position),
-                                   m.image_size,
-                                   m.patch_size,
-                                   m.channels,
-                                   m.num_classes,
-                                   t.seq_len,
-                                   static_cast<int>(t.dtype),
-                                   static_cast<int>(t.param_dtype),
-                                   static_cast<int>(t.optimizer),
-                                   static_cast<int>(t.remat),
-                                   t.master_dtype ? static_cast<int>(*t.master_dtype) : -1,
-                                   t.tensor_sequence,
-                                   static_cast<int>(t.attention),
-                                   t.flash_block};
+    const std::int64_t fields[] = {
+        static_cast<int>(m.family), m.layers, m.d_model, m.heads, m.head_dim, m.kv_heads, m.d_ff,
+        static_cast<int>(m.activation), m.vocab, m.max_positions, m.tied_embeddings, m.bias, m.parallel_block,
+        static_cast<int>(m.position), m.image_size, m.patch_size, m.channels, m.num_classes, t.seq_len,
+        static_cast<int>(t.dtype), static_cast<int>(t.param_dtype), static_cast<int>(t.optimizer),
+        static_cast<int>(t.remat), t.master_dtype ? static_cast<int>(*t.master_dtype) : -1, t.tensor_sequence,
+        static_cast<int>(t.attention), t.flash_block, m.experts, m.experts_per_token, m.moe_d_ff,
+        m.shared_experts, m.moe_layer_step,
+        // capacity_factor and the loss weight as their bit patterns
+        std::bit_cast<std::int64_t>(t.capacity_factor), t.sparse_matmul, t.megablox, t.tile_batch_seq,
+        std::bit_cast<std::int64_t>(t.load_balance_loss_weight)};
     return std::string(reinterpret_cast<const char*>(fields), sizeof(fields));
 }
 

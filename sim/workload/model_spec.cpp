@@ -39,6 +39,20 @@ ParamCount count_params(const ModelSpec& m) {
         c.head = norm + (m.tied_embeddings ? 0 : d * m.vocab);
     }
     c.total = c.embedding + c.per_layer * m.layers + c.head;
+    c.active = c.total;
+    if (m.is_moe()) {
+        // Router (gate, d x E, no bias as in MaxText's GateLogit), the routed and the shared experts
+        // (MLPs of moe_d_ff without biases) in place of the dense MLP.
+        const I moe_ff = m.moe_d_ff > 0 ? m.moe_d_ff : ff;
+        const I expert = (m.gated() ? 3 : 2) * d * moe_ff;
+        c.routed_experts_per_moe_layer = static_cast<I>(m.experts) * expert;
+        c.per_moe_layer = attention + norms + d * m.experts + c.routed_experts_per_moe_layer +
+                          static_cast<I>(m.shared_experts) * expert;
+        if (m.position == PositionEmbedding::relative) c.per_moe_layer += 32 * m.heads;
+        const I moe_layers = m.moe_layers();
+        c.total = c.embedding + c.per_layer * (m.layers - moe_layers) + c.per_moe_layer * moe_layers + c.head;
+        c.active = c.total - static_cast<I>(m.experts - m.experts_per_token) * expert * moe_layers;
+    }
     return c;
 }
 

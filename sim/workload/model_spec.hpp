@@ -38,8 +38,20 @@ struct ModelSpec {
     int patch_size = 0;
     int channels = static_cast<int>(model_key("channels").integer_default());
     int num_classes = 0;
+    // Mixture of experts (MaxText's names in model_keys.hpp): experts per MoE layer (1: none), the
+    // top-k each token is routed to, each expert's MLP width (0 until loaded: d_ff), experts every
+    // token also goes through, and which layers are MoE layers.
+    int experts = static_cast<int>(model_key("num_experts").integer_default());
+    int experts_per_token = static_cast<int>(model_key("num_experts_per_tok").integer_default());
+    int moe_d_ff = 0;
+    int shared_experts = static_cast<int>(model_key("shared_experts").integer_default());
+    int moe_layer_step = static_cast<int>(model_key("interleave_moe_layer_step").integer_default());
 
     bool operator==(const ModelSpec&) const = default;
+    bool is_moe() const { return experts > 1; }
+    // MaxText layers/llama4.py determine_is_moe_layer: (layer + 1) % interleave_moe_layer_step == 0.
+    bool is_moe_layer(int layer) const { return is_moe() && (layer + 1) % moe_layer_step == 0; }
+    int moe_layers() const { return is_moe() ? layers / moe_layer_step : 0; }
     bool gated() const { return activation == Activation::swiglu || activation == Activation::geglu; }
     bool is_vit() const { return family == ModelFamily::vit; }
     bool causal() const { return family == ModelFamily::gpt2 || family == ModelFamily::decoder; }
@@ -57,9 +69,16 @@ std::string_view position_name(PositionEmbedding position);
 // Trainable parameters, counted as Hugging Face's num_parameters() counts them (tied tables once).
 struct ParamCount {
     std::int64_t embedding = 0;  // token/patch embedding, positions, class token
-    std::int64_t per_layer = 0;
-    std::int64_t head = 0;  // final norm, untied LM head or classifier
+    std::int64_t per_layer = 0;  // a dense layer
+    std::int64_t head = 0;       // final norm, untied LM head or classifier
     std::int64_t total = 0;
+    // An MoE layer: all of it, and its routed experts' part (split over the expert axis).
+    std::int64_t per_moe_layer = 0;
+    std::int64_t routed_experts_per_moe_layer = 0;
+    // Parameters each token goes through: the routed experts but num_experts_per_tok of each MoE
+    // layer's left out (MaxText's MFU convention, maxtext_utils.calculate_tflops_training_per_device);
+    // `total` for a dense model.
+    std::int64_t active = 0;
 };
 ParamCount count_params(const ModelSpec& model);
 

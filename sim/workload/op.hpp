@@ -17,8 +17,15 @@ enum class Shard : std::uint8_t {
     batch,   // over every data-parallel axis (data, fsdp, dcn data)
     tensor,  // over the tensor axis (heads, MLP width)
     param,   // parameters and their state: over fsdp and tensor
+    expert,  // the experts of an MoE layer (and their weights): over the expert axis
+    // The batch of tokens dispatched to their experts: over the data-parallel axes but expert,
+    // whose place the experts take (MaxText's activation_batch_no_exp)
+    batch_no_expert,
 };
-inline constexpr std::size_t kShardRoles = static_cast<std::size_t>(Shard::param) + 1;
+inline constexpr std::size_t kShardRoles = static_cast<std::size_t>(Shard::batch_no_expert) + 1;
+constexpr bool per_sample(Shard shard) {
+    return shard == Shard::batch || shard == Shard::batch_no_expert;
+}
 
 // A batch-sharded extent counts per sample: the lowered graph does not depend on the batch (one
 // graph serves every batch size of a sweep), and in a step it is `size` times the samples of a
@@ -30,7 +37,7 @@ struct Extent {
 
 // The extent's size in a step of `samples` sequences (or images) per microbatch.
 inline std::int64_t step_size(const Extent& e, std::int64_t samples) {
-    return e.shard == Shard::batch ? e.size * samples : e.size;
+    return per_sample(e.shard) ? e.size * samples : e.size;
 }
 
 struct Tensor {
@@ -45,6 +52,9 @@ enum class OpKind : std::uint8_t {
     matmul,     // a dot fusion: matmul with fused elementwise prologue/epilogue
     fusion,     // loop or reduction fusion: memory-bound elementwise work
     optimizer,  // parameter update, memory-bound
+    // Tokens sent to the chips of their experts, or back: an all-to-all over the expert axis where
+    // there is one, else nothing (the partitioner decides); no compute.
+    exchange,
 };
 
 enum class Phase : std::uint8_t { forward, backward, recompute, optimizer };
@@ -56,6 +66,7 @@ enum class BackwardKind : std::uint8_t {
     scatter_to_table,   // embedding lookup: scatter-add into a dense table gradient
     loss,               // softmax cross-entropy: reads the logits, writes their gradient
     flash_attention,    // FlashAttention-2 backward: one kernel recomputing the scores (5 matmuls)
+    no_rhs_gradient,    // an einsum with a one-hot operand (MoE dispatch): input gradient only
 };
 
 // C[batch..., m, n] = A[batch..., m, k] x B[batch..., k, n]; FLOPs = 2 * batch * m * n * k.
@@ -82,6 +93,10 @@ struct Op {
     // Executed FLOPs relative to 2*batch*m*n*k: a fused kernel that runs several matmuls of this
     // shape (flash attention), or skips masked blocks (causal flash attention).
     double flop_scale = 1.0;
+    // A grouped matmul (MoE experts, megablox gmm): m's rows in `groups` groups, computed in tiles of
+    // `group_tile` rows, each tile where a group starts once more (0: not grouped).
+    int group_tile = 0;
+    Extent groups;
     std::vector<Tensor> reads;
     std::vector<Tensor> writes;
 };

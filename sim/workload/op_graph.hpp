@@ -18,6 +18,8 @@ struct ParamGroup {
     bool tensor_sharded = false;  // split over the tensor axis (transformer blocks)
     // Matrix shapes (rows, cols), for Adafactor's factored second moment.
     std::vector<std::pair<std::int64_t, std::int64_t>> matrices;
+    // Of `params`, the routed experts' (an MoE layer): split over the expert axis too.
+    std::int64_t expert_params = 0;
 };
 
 // The ops of one training step (one microbatch's forward and backward, then the optimizer) as a

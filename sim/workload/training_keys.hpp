@@ -99,6 +99,59 @@ inline constexpr core::Key kTrainingKeys[] = {
     {.path = "training.tensor_sequence",
      .kind = KeyKind::boolean,
      .help = "sequence parallelism with tensor: all-gather/reduce-scatter instead of all-reduce"},
+    {.path = "training.sa_block_q",
+     .kind = KeyKind::integer,
+     .unit = "tokens",
+     .default_value = 512,
+     .minimum = 1,
+     .maximum = 1048576,
+     .help = "(MaxText sa_block_q) query and key/value block of the flash (splash) attention kernel; causal "
+             "attention skips the blocks above the diagonal",
+     .source = "MaxText configs/base.yml sa_block_q / sa_block_kv"},
+    {.path = "training.capacity_factor",
+     .kind = KeyKind::number,
+     .unit = "factor",
+     .default_value = -1,
+     .minimum = -1,
+     .maximum = 64,
+     .help = "(MaxText capacity_factor) above 0, MoE experts drop tokens: each takes int(ceil(seq_len x "
+             "num_experts_per_tok / num_experts) x this) per sequence, dispatched and combined by one-hot "
+             "einsums; "
+             "0 or below: dropless",
+     .source = "MaxText layers/moe.py generate_masks"},
+    {.path = "training.sparse_matmul",
+     .kind = KeyKind::boolean,
+     .default_value = 1,
+     .help =
+         "(MaxText sparse_matmul) dropless experts as grouped matmuls over the tokens sorted by expert, with "
+         "a (ragged) all-to-all over the expert axis; false: the dense einsum path (dropping with "
+         "capacity_factor, else every expert on every token)"},
+    {.path = "training.megablox",
+     .kind = KeyKind::boolean,
+     .default_value = 1,
+     .help =
+         "(MaxText megablox) the grouped matmul is the megablox kernel; false: jax.lax.ragged_dot, priced "
+         "alike (tiles of tile_batch_seq rows)"},
+    {.path = "training.tile_batch_seq",
+     .kind = KeyKind::integer,
+     .unit = "tokens",
+     .default_value = 512,
+     .minimum = 1,
+     .maximum = 65536,
+     .help = "(MaxText tile_batch_seq) rows per tile of the grouped matmul: every group that starts inside a "
+             "tile "
+             "costs that tile once more",
+     .source = "MaxText configs/base.yml; jax megablox gmm.py make_group_metadata"},
+    {.path = "training.load_balance_loss_weight",
+     .kind = KeyKind::number,
+     .unit = "factor",
+     .default_value = 0.01,
+     .minimum = 0,
+     .maximum = 1000,
+     .help =
+         "(MaxText load_balance_loss_weight) above 0, the router adds Switch Transformer's load-balancing "
+         "loss (its cost, not its effect on routing, which is assumed even)",
+     .source = "MaxText configs/base.yml at the validation cases' commits"},
     {.path = "training.num_pipeline_microbatches",
      .kind = KeyKind::integer,
      .unit = "microbatches",

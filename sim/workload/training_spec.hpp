@@ -73,7 +73,13 @@ struct TrainingSpec {
     Attention attention = training_key("training.attention").choice_default<Attention>();
     // Query and key/value block of the flash kernel, in tokens: causal attention skips the blocks
     // above the diagonal. 512 is MaxText's default (base.yml sa_block_q / sa_block_kv).
-    int flash_block = 512;
+    int flash_block = static_cast<int>(training_key("training.sa_block_q").integer_default());
+    // Mixture of experts (MaxText's names, training_keys.hpp).
+    double capacity_factor = training_key("training.capacity_factor").default_value;
+    bool sparse_matmul = training_key("training.sparse_matmul").boolean_default();
+    bool megablox = training_key("training.megablox").boolean_default();
+    int tile_batch_seq = static_cast<int>(training_key("training.tile_batch_seq").integer_default());
+    double load_balance_loss_weight = training_key("training.load_balance_loss_weight").default_value;
     // Pipeline parallelism (MaxText's names; used when the mesh has a pipeline axis): microbatches
     // through the stages per step (0: as many as stages), consecutive layers per stage and repeat, and
     // how often a stage gathers its FSDP-sharded weights (per microbatch unless one of the two).

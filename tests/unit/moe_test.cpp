@@ -1,0 +1,207 @@
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <string>
+#include <string_view>
+
+#include <fmt/format.h>
+
+#include "run/simulate.hpp"
+#include "support.hpp"
+#include "workload/model_spec.hpp"
+#include "workload/training_keys.hpp"
+
+// Mixture of experts (MaxText layers/moe.py) and expert parallelism. The small model below has 8
+// experts of 2 x 1024 x 4096 (SwiGLU, three matrices) and routes each token to 2 of them.
+
+using namespace podsim;
+
+namespace {
+
+constexpr double kD = 1024, kFf = 4096, kE = 8, kSeq = 2048;
+
+std::string moe_model(const std::string& extra = "") {
+    return fmt::format(
+        R"({{schema: podsim.model/v1, name: small-moe, family: decoder, layers: 4, d_model: 1024,
+  heads: 8, d_ff: 4096, activation: swiglu, vocab: 256, tied_embeddings: false, bias: false,
+  num_experts: 8, num_experts_per_tok: 2{}}})",
+        extra);
+}
+
+run::Simulation moe_run(const std::string& mesh, const std::string& training,
+                        const std::string& model_extra = "", const std::string& remat = "full") {
+    return run::simulate(test::run_from_text(fmt::format(R"(
+schema: podsim.run/v1
+model: {}
+topology: tpu-v4
+slice: 2x2x2
+mesh: {}
+training: {{global_batch: 8, seq_len: 2048, optimizer: adamw, remat: {}, attention: flash{}}}
+)",
+                                                         moe_model(model_extra), mesh, remat, training)));
+}
+
+int count_category(const run::Simulation& sim, parallel::OpCategory category) {
+    int n = 0;
+    for (const auto& op : sim.program.ops) n += op.category == category;
+    return n;
+}
+
+// FLOPs per chip of the forward ops whose name ends in `suffix` (one per MoE layer).
+double forward_flops(const run::Simulation& sim, const std::string& suffix) {
+    double flops = 0;
+    int n = 0;
+    for (const auto& op : sim.program.ops) {
+        const std::string_view name = op.name;
+        if (op.phase != workload::Phase::forward || name.size() < suffix.size() ||
+            name.substr(name.size() - suffix.size()) != suffix)
+            continue;
+        flops += op.flops;
+        ++n;
+    }
+    return n > 0 ? flops / n : 0.0;
+}
+
+}  // namespace
+
+TEST_CASE("Mixtral-8x7B's parameters: 46.7B in all, 12.9B through each token") {
+    // Hugging Face's mistralai/Mixtral-8x7B-v0.1 num_parameters(): 46,702,792,704. By hand: embedding
+    // and untied head 2 x 32000 x 4096 (+ the final norm 4096); per layer attention 2 x 4096^2 +
+    // 2 x 4096 x 1024, norms 2 x 4096, router 4096 x 8, experts 8 x 3 x 4096 x 14336.
+    workload::ModelSpec m = test::run_from_text(R"(
+schema: podsim.run/v1
+model: {schema: podsim.model/v1, name: mixtral, family: decoder, layers: 32, d_model: 4096, heads: 32,
+  head_dim: 128, kv_heads: 8, d_ff: 14336, activation: swiglu, vocab: 32000, tied_embeddings: false,
+  bias: false, num_experts: 8, num_experts_per_tok: 2}
+topology: tpu-v4
+slice: 2x2x1
+mesh: {fsdp: 4}
+training: {global_batch: 4, seq_len: 4096}
+)")
+                                .model;
+    const auto c = workload::count_params(m);
+    const std::int64_t expert = 3LL * 4096 * 14336;
+    CHECK(c.routed_experts_per_moe_layer == 8 * expert);
+    CHECK(c.total == 46'702'792'704LL);
+    // Active: 6 of the 8 experts of each of the 32 layers left out (MaxText's MFU convention).
+    CHECK(c.active == c.total - 6 * expert * 32);
+    CHECK(c.active == 12'879'925'248LL);
+}
+
+TEST_CASE("MFU counts the activated experts; HFU what runs, capacity padding included") {
+    const auto sim = moe_run("{fsdp: 8}", ", capacity_factor: 1.25, sparse_matmul: false");
+    const auto m = test::run_from_text(fmt::format(R"(
+schema: podsim.run/v1
+model: {}
+topology: tpu-v4
+slice: 2x2x2
+mesh: {{fsdp: 8}}
+training: {{global_batch: 8, seq_len: 2048}}
+)",
+                                                   moe_model()))
+                       .model;
+    const double tokens = 8 * kSeq;
+    CHECK(sim.report.model_flops_per_step ==
+          doctest::Approx(6.0 * static_cast<double>(workload::count_params(m).active) * tokens));
+    // Dropping: capacity int(ceil(2048 x 2 / 8) x 1.25) = 640 slots per expert and sequence; the up
+    // projection runs on all E x 640 slots of the chip's one sequence: 2 x 8 x 640 x 1024 x 8192.
+    CHECK(forward_flops(sim, "expert_up") == doctest::Approx(2.0 * kE * 640 * kD * 2 * kFf));
+    // The routed tokens are 2048 x 2 per sequence, 1.25x fewer than the slots: HFU above MFU by more
+    // than the remat's recompute alone.
+    CHECK(sim.report.hfu > sim.report.mfu);
+    const auto more = moe_run("{fsdp: 8}", ", capacity_factor: 2.5, sparse_matmul: false");
+    CHECK(more.report.mfu ==
+          doctest::Approx(sim.report.mfu * sim.report.step_time_s / more.report.step_time_s));
+    CHECK(more.report.hardware_flops_per_step > sim.report.hardware_flops_per_step);
+}
+
+TEST_CASE("dropless grouped matmul: token rows in tiles, one tile more per group boundary") {
+    // megablox gmm (jax make_group_metadata): 2048 x 2 rows in tiles of 512, and 8 - 1 tiles more
+    // where a group starts inside a tile: (8 + 7) x 512 rows.
+    const auto sim = moe_run("{fsdp: 8}", ", sparse_matmul: true, megablox: true, tile_batch_seq: 512");
+    CHECK(forward_flops(sim, "expert_up") == doctest::Approx(2.0 * (8 + 7) * 512 * kD * 2 * kFf));
+    const auto whole = moe_run("{fsdp: 8}", ", sparse_matmul: true, tile_batch_seq: 4096");
+    CHECK(forward_flops(whole, "expert_up") == doctest::Approx(2.0 * (1 + 7) * 4096 * kD * 2 * kFf));
+}
+
+TEST_CASE("expert parallelism 1: experts are FSDP-sharded weights, no all-to-all") {
+    for (const char* training : {", sparse_matmul: true", ", capacity_factor: 1.25, sparse_matmul: false"}) {
+        CAPTURE(training);
+        const auto sim = moe_run("{fsdp: 8}", training);
+        CHECK(count_category(sim, parallel::OpCategory::all_to_all) == 0);
+        CHECK(count_category(sim, parallel::OpCategory::all_gather) > 0);
+    }
+}
+
+TEST_CASE("expert parallelism 4: all-to-alls on the expert axis, experts split four ways") {
+    for (const char* training : {", sparse_matmul: true", ", capacity_factor: 1.25, sparse_matmul: false"}) {
+        CAPTURE(training);
+        const auto ep = moe_run("{fsdp: 2, expert: 4}", training);
+        const auto fsdp = moe_run("{fsdp: 8}", training);
+        // Forward: dispatch and combine per MoE layer; backward their transposes; remat full runs
+        // the forward's once more.
+        const int layers = 4;
+        CHECK(count_category(ep, parallel::OpCategory::all_to_all) == layers * 2 * 3);
+        for (const auto& op : ep.program.ops) {
+            if (op.category != parallel::OpCategory::all_to_all) continue;
+            CHECK(ep.program.comm_axes[static_cast<std::size_t>(op.comm_axis)].name == "expert");
+        }
+        // Per chip the routed experts' parameters are split over fsdp x expert (8) either way, the rest
+        // over fsdp only with the expert axis: more bytes per chip, but the experts' share the same.
+        CHECK(ep.report.memory.params_bytes > fsdp.report.memory.params_bytes);
+        if (std::string_view(training).find("capacity") != std::string_view::npos) {
+            // Dropping: 2 experts x 640 slots x 4 sequences per chip, as many slots as 8 x 640 x 1.
+            CHECK(forward_flops(ep, "expert_up") == doctest::Approx(forward_flops(fsdp, "expert_up")));
+        } else {
+            // Dropless: the chip's 4096 rows in tiles of 512 and one tile more per boundary between
+            // its 2 experts' groups, against 7 more between 8 groups without the expert axis.
+            CHECK(forward_flops(ep, "expert_up") == doctest::Approx(2.0 * (8 + 1) * 512 * kD * 2 * kFf));
+            CHECK(forward_flops(fsdp, "expert_up") == doctest::Approx(2.0 * (8 + 7) * 512 * kD * 2 * kFf));
+        }
+    }
+}
+
+TEST_CASE("MoE every second layer: dense MLPs between, parameters as counted") {
+    const auto m =
+        test::run_from_text(fmt::format(R"(
+schema: podsim.run/v1
+model: {}
+topology: tpu-v4
+slice: 2x2x2
+mesh: {{fsdp: 8}}
+training: {{global_batch: 8, seq_len: 2048}}
+)",
+                                        moe_model(", interleave_moe_layer_step: 2, shared_experts: 1")))
+            .model;
+    CHECK(m.moe_layers() == 2);
+    CHECK(!m.is_moe_layer(0));
+    CHECK(m.is_moe_layer(1));
+    const auto c = workload::count_params(m);
+    const std::int64_t expert = 3LL * 1024 * 4096;
+    // An MoE layer in place of a dense one: router, 8 routed and 1 shared expert for one MLP.
+    CHECK(c.per_moe_layer - c.per_layer == 1024 * 8 + 8 * expert);
+    const auto sim =
+        moe_run("{fsdp: 8}", ", sparse_matmul: true", ", interleave_moe_layer_step: 2, shared_experts: 1");
+    int dense_mlps = 0, routers = 0;
+    for (const auto& op : sim.program.ops) {
+        if (op.phase != workload::Phase::forward) continue;
+        const std::string_view name = op.name;
+        dense_mlps += name.ends_with(".mlp_up");
+        routers += name.ends_with(".gate");
+    }
+    CHECK(dense_mlps == 2);
+    CHECK(routers == 2);
+}
+
+TEST_CASE("memory under every remat policy: a result each, none saving less than full") {
+    for (const char* experts : {", sparse_matmul: true", ", capacity_factor: 1.25, sparse_matmul: false"}) {
+        const auto full = moe_run("{fsdp: 2, expert: 4}", experts);
+        for (const auto remat : workload::kRematNames) {
+            CAPTURE(remat);
+            CAPTURE(experts);
+            const auto sim = moe_run("{fsdp: 2, expert: 4}", experts, "", std::string(remat));
+            CHECK(sim.report.memory.peak_bytes > sim.report.memory.params_bytes);
+            CHECK(sim.report.memory.activations_bytes >= full.report.memory.activations_bytes * (1 - 1e-9));
+        }
+    }
+}
