@@ -4,13 +4,15 @@ ASAN_BUILD  ?= build-asan
 JOBS        ?= $(shell nproc)
 DEPS        := g++ make cmake libyaml-cpp-dev libeigen3-dev libboost-graph-dev libfmt-dev doctest-dev \
                libcli11-dev nlohmann-json3-dev zlib1g-dev pybind11-dev python3-dev
+# `make test` also installs the module with pip into a virtual environment (CTest install).
+TEST_DEPS   := $(DEPS) python3-venv python3-setuptools python3-wheel
 SUDO        := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 # The sanitizer build uses clang so that the same build also holds the libFuzzer targets.
 CLANG_DEPS  := clang-14 libclang-rt-14-dev
 FUZZ_SECONDS ?= 60
 FUZZ_TARGETS ?=
 
-.PHONY: all deps build run test bench asan-configure sanitize fuzz format format-check golden validation clean notebooks
+.PHONY: all deps test-deps build run test bench asan-configure sanitize fuzz format format-check golden validation clean notebooks
 
 all: build
 
@@ -26,6 +28,9 @@ endef
 deps:
 	$(call install_missing,$(DEPS))
 
+test-deps:
+	$(call install_missing,$(TEST_DEPS))
+
 build: deps
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release
 	cmake --build $(BUILD) -j$(JOBS)
@@ -33,7 +38,7 @@ build: deps
 run: build
 	./$(BUILD)/podsim run
 
-test: build
+test: test-deps build
 	ctest --test-dir $(BUILD) --output-on-failure -j$(JOBS)
 
 bench: build
