@@ -2,8 +2,10 @@
 BUILD       ?= build
 ASAN_BUILD  ?= build-asan
 JOBS        ?= $(shell nproc)
-DEPS        := g++ make cmake libyaml-cpp-dev libeigen3-dev libboost-graph-dev libfmt-dev doctest-dev \
-               libcli11-dev nlohmann-json3-dev zlib1g-dev pybind11-dev python3-dev
+# What the podsim executable needs (`make run`); the tests and the Python module add the rest.
+RUN_DEPS    := g++ make cmake libyaml-cpp-dev libeigen3-dev libboost-graph-dev libfmt-dev \
+               libcli11-dev nlohmann-json3-dev zlib1g-dev
+DEPS        := $(RUN_DEPS) doctest-dev pybind11-dev python3-dev
 # `make test` also installs the module with pip into a virtual environment (CTest install).
 TEST_DEPS   := $(DEPS) python3-venv python3-setuptools python3-wheel
 SUDO        := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
@@ -12,7 +14,7 @@ CLANG_DEPS  := clang-14 libclang-rt-14-dev
 FUZZ_SECONDS ?= 60
 FUZZ_TARGETS ?=
 
-.PHONY: all deps test-deps build run test bench asan-configure sanitize fuzz format format-check golden validation clean notebooks
+.PHONY: all deps run-deps test-deps build run test bench asan-configure sanitize fuzz format format-check golden validation clean notebooks
 
 all: build
 
@@ -28,14 +30,22 @@ endef
 deps:
 	$(call install_missing,$(DEPS))
 
+run-deps:
+	$(call install_missing,$(RUN_DEPS))
+
 test-deps:
 	$(call install_missing,$(TEST_DEPS))
 
 build: deps
-	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DPODSIM_BUILD_TESTS=ON -DPODSIM_PYTHON=ON
 	cmake --build $(BUILD) -j$(JOBS)
 
-run: build
+# Only the podsim executable and the libraries it links: no tests, fuzz targets, bench or Python
+# module. A build directory configured before keeps its options (a later `make test` builds the rest).
+run: run-deps
+	@[ -f $(BUILD)/CMakeCache.txt ] || \
+	  cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DPODSIM_BUILD_TESTS=OFF -DPODSIM_PYTHON=OFF
+	cmake --build $(BUILD) -j$(JOBS) --target podsim
 	./$(BUILD)/podsim run
 
 test: test-deps build
