@@ -6,15 +6,16 @@ JOBS        ?= $(shell nproc)
 RUN_DEPS    := g++ make cmake libyaml-cpp-dev libeigen3-dev libboost-graph-dev libfmt-dev \
                libcli11-dev nlohmann-json3-dev zlib1g-dev
 DEPS        := $(RUN_DEPS) doctest-dev pybind11-dev python3-dev
-# `make test` also installs the module with pip into a virtual environment (CTest install).
-TEST_DEPS   := $(DEPS) python3-venv python3-setuptools python3-wheel
+# `make test` also installs the module with pip into a virtual environment (CTest install) and runs
+# the documentation's pandas example (CTest docs).
+TEST_DEPS   := $(DEPS) python3-venv python3-setuptools python3-wheel python3-pandas
 SUDO        := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 # The sanitizer build uses clang so that the same build also holds the libFuzzer targets.
 CLANG_DEPS  := clang-14 libclang-rt-14-dev
 FUZZ_SECONDS ?= 60
 FUZZ_TARGETS ?=
 
-.PHONY: all deps run-deps test-deps build run test bench asan-configure sanitize fuzz format format-check golden validation clean notebooks
+.PHONY: all deps run-deps test-deps build run test docs-update bench asan-configure sanitize fuzz format format-check golden validation clean notebooks
 
 all: build
 
@@ -50,6 +51,11 @@ run: run-deps
 
 test: test-deps build
 	ctest --test-dir $(BUILD) --output-on-failure -j$(JOBS)
+
+# Rewrites the outputs shown in README.md and docs/*.md from what their examples print now (review
+# the diff before committing).
+docs-update: build
+	PODSIM_UPDATE_DOCS=1 python3 tests/docs/doc_test.py --build $(BUILD)
 
 bench: build
 	./$(BUILD)/podsim_bench
