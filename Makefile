@@ -73,7 +73,7 @@ sanitize: asan-configure
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --test-dir $(ASAN_BUILD) --output-on-failure -j$(JOBS)
 
 # Runs every fuzz target for FUZZ_SECONDS (default 60) under ASan+UBSan; FUZZ_TARGETS picks some.
-# Fails on any crash, sanitizer report, input over 10 s or over 2 GB (see README, Fuzzing).
+# Fails on any crash, sanitizer report, input over 10 s or over 2 GB (see docs/fuzzing.md).
 fuzz: asan-configure
 	cmake --build $(ASAN_BUILD) -j$(JOBS) --target podsim podsim_fuzz_targets
 	tests/fuzz/run-fuzzers.sh $(ASAN_BUILD) $(FUZZ_SECONDS) $(FUZZ_TARGETS)
@@ -91,7 +91,7 @@ format-check:
 golden: build
 	PODSIM_UPDATE_GOLDEN=1 ./$(BUILD)/tests/podsim_golden_tests
 
-# Regenerates the validation table of README.md.
+# Prints the validation table (docs/validation.md shows it; CTest docs checks it).
 validation: build
 	./$(BUILD)/podsim validate --suite tests/validation --format markdown
 
