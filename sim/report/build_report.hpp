@@ -41,7 +41,7 @@ struct ReportInput {
     const std::vector<std::pair<core::Time, core::Time>>* pipeline_waits = nullptr;
 };
 
-// Model FLOPs per step, DESIGN.md §3: 6·N·tokens, plus 12·L·S·(heads·head_dim) per token when
+// Model FLOPs per step: 6·N·tokens, plus 12·L·S·(heads·head_dim) per token when
 // attention is counted (PaLM, Chowdhery et al. 2022, appendix B). N counts the parameters a token
 // goes through: of an MoE layer's routed experts only num_experts_per_tok (MaxText's convention).
 double model_flops_per_step(const workload::ModelSpec& model, const workload::TrainingSpec& training,
