@@ -147,6 +147,10 @@ int main() {
     bench_config("PaLM 540B, 2 x 3072 chips (6144)", "configs/palm-540b-2x3072.yaml", 5);
     bench_config("GPT-3 175B, 16x16x16, data 8 x fsdp 64 x tensor 8, 8 mb",
                  "bench/configs/gpt3-175b-16x16x16-mb8.yaml", 5);
+    bench_config("Mixtral 8x7B dropless, v6e 16x16, fsdp 64 x expert 4",
+                 "configs/mixtral-8x7b-ep4-v6e-256.yaml", 11);
+    bench_config("Llama 3 8B, 4x4x4, 4 pipeline stages x fsdp 16", "configs/llama3-8b-pipeline-v4-128.yaml",
+                 11);
     bench_pod_all_gather();
     bench_sweep("GPT-2 small to 2B, v4-8 to 4x8x8", "tests/data/sweeps/large.yaml");
     bench_sweep("GPT-3 175B on v4, 128 to 4096 chips", "configs/sweeps/gpt3-175b-v4.yaml");

@@ -161,6 +161,17 @@ RunSpec parse_run(const YAML::Node& root, const std::string& file, const fs::pat
         if (auto m = t.choice(training_key("training.remat"))) {
             training.remat = static_cast<workload::Remat>(*m);
         }
+        if (auto k = t.choice(training_key("training.decoder_layer_input")))
+            training.decoder_layer_input = static_cast<workload::Keep>(*k);
+        // remat custom's places (training_key is consteval: one line per key).
+        auto place = [&](workload::ActivationName name, std::optional<std::size_t> k) {
+            if (k) training.custom_keep[static_cast<std::size_t>(name)] = static_cast<workload::Keep>(*k);
+        };
+        place(workload::ActivationName::qkv_proj, t.choice(training_key("training.qkv_proj")));
+        place(workload::ActivationName::context, t.choice(training_key("training.context")));
+        place(workload::ActivationName::out_proj, t.choice(training_key("training.out_proj")));
+        place(workload::ActivationName::mlpwi, t.choice(training_key("training.mlpwi")));
+        place(workload::ActivationName::mlpwo, t.choice(training_key("training.mlpwo")));
         if (auto a = t.choice(training_key("training.attention")))
             training.attention = workload::kAttentionChoices[*a] == "flash"
                                      ? workload::Attention::flash

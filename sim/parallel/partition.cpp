@@ -382,7 +382,8 @@ class Partitioner {
                     if (rule.zero_output) op.output_bytes = 0.0;
                     break;
                 case OpSizing::Rule::collective_input:
-                    op.collective_bytes = bytes(g_.op(rule.ref).reads[0], samples_of(g_.op(rule.ref)));
+                    op.collective_bytes =
+                        bytes(g_.op(rule.ref).reads[0], samples_of(g_.op(rule.ref))) * rule.fraction;
                     break;
                 case OpSizing::Rule::collective_output: {
                     DeviceOp& source = program.ops[ref];
@@ -851,12 +852,17 @@ class Partitioner {
                     ready[static_cast<std::size_t>(gi)] = input;
                     continue;
                 }
+                // Sized as the whole array over the axis (the scaling book's convention, as for the
+                // gathers): each of its chips sends its share of its own tokens to every other.
+                const auto chips =
+                    static_cast<double>(p_.comm_axes[static_cast<std::size_t>(expert_axis_)].size);
                 DeviceOp exchange =
                     collective(op_name(gi, OpSuffix::none), CollectiveKind::all_to_all, expert_axis_,
-                               bytes(op.reads[0], samples_of(op)), op.phase, op.layer, mb);
+                               bytes(op.reads[0], samples_of(op)) * chips, op.phase, op.layer, mb);
                 exchange.deps = deps;
                 ready[static_cast<std::size_t>(gi)] =
-                    emit(std::move(exchange), {.rule = OpSizing::Rule::collective_input, .ref = gi});
+                    emit(std::move(exchange),
+                         {.rule = OpSizing::Rule::collective_input, .ref = gi, .fraction = chips});
                 continue;
             }
             int index;

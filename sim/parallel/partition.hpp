@@ -42,7 +42,8 @@ struct OpSizing {
         fixed,              // sizes that do not depend on the batch (FSDP and gradient collectives)
         compute,            // graph op `ref`'s compute op
         part,               // `fraction` of it (collective matmul), without its output if zero_output
-        collective_input,   // collective bytes: graph op `ref`'s first input
+        collective_input,   // collective bytes: graph op `ref`'s first input (x fraction: the chips of an
+                            // all-to-all)
         collective_output,  // collective bytes: device op `ref`'s output, split over tensor after if
                             // divide_source (a sequence-parallel reduce-scatter)
         copy,               // bytes: device op `ref`'s output (remat offload)

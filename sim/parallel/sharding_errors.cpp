@@ -131,7 +131,7 @@ std::vector<ShardingError> sharding_errors(const workload::ModelSpec& m, const w
                               "gradient accumulation around a pipeline is not modelled: give the pipeline's "
                               "microbatches as training.num_pipeline_microbatches"});
         }
-        if (t.remat == workload::Remat::qkv_proj_offloaded || t.remat == workload::Remat::minimal_offloaded) {
+        if (workload::offloads(t)) {
             errors.push_back({"training.remat",
                               fmt::format("'{}' offloads activations to host memory, which is not modelled "
                                           "with pipeline stages",
@@ -142,8 +142,7 @@ std::vector<ShardingError> sharding_errors(const workload::ModelSpec& m, const w
                               "give pipeline_fsdp_ag_once or pipeline_fsdp_ag_per_repeat, not both"});
         }
     }
-    if ((t.remat == workload::Remat::qkv_proj_offloaded || t.remat == workload::Remat::minimal_offloaded) &&
-        topology.host.transfer_bandwidth_per_chip <= 0) {
+    if (workload::offloads(t) && topology.host.transfer_bandwidth_per_chip <= 0) {
         errors.push_back({"training.remat",
                           fmt::format("'{}' offloads activations to host memory, but topology {} gives no "
                                       "host.transfer_bandwidth_per_chip",

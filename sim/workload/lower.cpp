@@ -444,10 +444,13 @@ class Lowering {
             Op& op = g_.op(forwards_[first + i].index);
             const bool is_output = forwards_[first + i].index == out_index;
             const bool dot = op.kind == OpKind::matmul && op.backward != BackwardKind::flash_attention;
-            const Keep keep = remat_keep(t_.remat, op.activation, op.weight_matmul, dot);
+            const Keep keep = remat_keep(t_, op.activation, op.weight_matmul, dot);
             kept[i] = is_output || (keep != Keep::recompute && read_by_backward[i]);
             op.kept_for_backward = kept[i];
-            op.offloaded = kept[i] && !is_output && keep == Keep::offload;
+            // The layer's output is the next layer's input: kept, and offloaded only when remat_policy
+            // custom offloads decoder_layer_input.
+            const bool offload_output = t_.remat == Remat::custom && t_.decoder_layer_input == Keep::offload;
+            op.offloaded = kept[i] && (is_output ? offload_output : keep == Keep::offload);
         }
         // Values to rebuild before the backward: read and not kept, and the inputs of those.
         std::vector<bool> rebuilt(n, false);
@@ -752,7 +755,12 @@ std::string lowering_key(const ModelSpec& m, const TrainingSpec& t) {
         m.shared_experts, m.moe_layer_step,
         // capacity_factor and the loss weight as their bit patterns
         std::bit_cast<std::int64_t>(t.capacity_factor), t.sparse_matmul, t.megablox, t.tile_batch_seq,
-        std::bit_cast<std::int64_t>(t.load_balance_loss_weight)};
+        std::bit_cast<std::int64_t>(t.load_balance_loss_weight),
+        // remat custom's places, two bits each
+        static_cast<int>(t.decoder_layer_input) | static_cast<int>(t.custom_keep[1]) << 2 |
+            static_cast<int>(t.custom_keep[2]) << 4 | static_cast<int>(t.custom_keep[3]) << 6 |
+            static_cast<int>(t.custom_keep[4]) << 8 | static_cast<int>(t.custom_keep[5]) << 10 |
+            static_cast<int>(t.custom_keep[6]) << 12};
     return std::string(reinterpret_cast<const char*>(fields), sizeof(fields));
 }
 

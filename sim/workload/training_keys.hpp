@@ -11,7 +11,7 @@ namespace podsim::workload {
 // Name tables, in the order of their enums (training_spec.hpp).
 inline constexpr std::array<std::string_view, 4> kOptimizerNames = {"adam", "adamw", "adafactor", "sgd"};
 // Remat: podsim's four, then MaxText's remat_policy names verbatim.
-inline constexpr std::array<std::string_view, 12> kRematNames = {"none",
+inline constexpr std::array<std::string_view, 13> kRematNames = {"none",
                                                                  "full",
                                                                  "save_dots",
                                                                  "attention",
@@ -22,7 +22,11 @@ inline constexpr std::array<std::string_view, 12> kRematNames = {"none",
                                                                  "save_dot_with_context_except_mlp",
                                                                  "minimal_flash",
                                                                  "qkv_proj_offloaded",
-                                                                 "minimal_offloaded"};
+                                                                 "minimal_offloaded",
+                                                                 "custom"};
+// Where remat_policy custom puts a named activation (MaxText's values for each name's key), in the
+// order of Keep (training_spec.hpp).
+inline constexpr std::array<std::string_view, 3> kRematPlaceNames = {"remat", "device", "offload"};
 // MaxText's `attention` values; mha is its older name for dot_product (Attention has two values).
 inline constexpr std::array<std::string_view, 3> kAttentionChoices = {"dot_product", "mha", "flash"};
 
@@ -82,7 +86,51 @@ inline constexpr core::Key kTrainingKeys[] = {
      .default_string = "none",
      .help =
          "rematerialisation policy; MaxText remat_policy names are accepted verbatim, each the JAX policy "
-         "docs/model.md lists (minimal = checkpoint_dots_with_no_batch_dims)"},
+         "docs/model.md lists (minimal = checkpoint_dots_with_no_batch_dims); custom: each named activation "
+         "where its key (training.decoder_layer_input, qkv_proj, context, out_proj, mlpwi, mlpwo) says"},
+    {.path = "training.decoder_layer_input",
+     .kind = KeyKind::choice,
+     .choices = kRematPlaceNames,
+     .default_string = "device",
+     .help = "(MaxText decoder_layer_input) with remat: custom, the layer's input (the scan carry): device "
+             "keeps it in HBM, offload moves it to host memory until its layer's backward (remat keeps it in "
+             "HBM: the scan saves it): remat, device or offload",
+     .source = "MaxText configs/base.yml (remat_policy custom), layers/decoders.py"},
+    {.path = "training.qkv_proj",
+     .kind = KeyKind::choice,
+     .choices = kRematPlaceNames,
+     .default_string = "remat",
+     .help = "(MaxText qkv_proj) with remat: custom, the query, key and value projections (MaxText's "
+             "query_proj, key_proj, value_proj and qkv_proj): remat, device or offload",
+     .source = "MaxText configs/base.yml (remat_policy custom), layers/decoders.py"},
+    {.path = "training.context",
+     .kind = KeyKind::choice,
+     .choices = kRematPlaceNames,
+     .default_string = "remat",
+     .help = "(MaxText context) with remat: custom, the attention output before the output projection: "
+             "remat, device or offload",
+     .source = "MaxText configs/base.yml (remat_policy custom), layers/decoders.py"},
+    {.path = "training.out_proj",
+     .kind = KeyKind::choice,
+     .choices = kRematPlaceNames,
+     .default_string = "remat",
+     .help =
+         "(MaxText out_proj) with remat: custom, the attention output projection: remat, device or offload",
+     .source = "MaxText configs/base.yml (remat_policy custom), layers/decoders.py"},
+    {.path = "training.mlpwi",
+     .kind = KeyKind::choice,
+     .choices = kRematPlaceNames,
+     .default_string = "remat",
+     .help = "(MaxText mlpwi) with remat: custom, the MLP input projection(s), the experts' included "
+             "(MaxText's mlpwi, mlpwi_0, mlpwi_1): remat, device or offload",
+     .source = "MaxText configs/base.yml (remat_policy custom), layers/decoders.py"},
+    {.path = "training.mlpwo",
+     .kind = KeyKind::choice,
+     .choices = kRematPlaceNames,
+     .default_string = "remat",
+     .help = "(MaxText mlpwo) with remat: custom, the MLP output projection, the experts' included: remat, "
+             "device or offload",
+     .source = "MaxText configs/base.yml (remat_policy custom), layers/decoders.py"},
     {.path = "training.attention",
      .kind = KeyKind::choice,
      .choices = kAttentionChoices,

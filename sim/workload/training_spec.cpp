@@ -34,6 +34,9 @@ constexpr RematInfo kRemats[] = {
     {Remat::qkv_proj_offloaded,
      "save_and_offload_only_these_names(offloaded: query_proj, value_proj, key_proj; device -> pinned_host)"},
     {Remat::minimal_offloaded, "offload_dot_with_no_batch_dims(offload_src=device, offload_dst=pinned_host)"},
+    {Remat::custom,
+     "save_and_offload_only_these_names(names_which_can_be_saved: those at device, "
+     "names_which_can_be_offloaded: those at offload)"},
 };
 
 const RematInfo& info(Remat remat) {
@@ -63,10 +66,10 @@ std::string_view attention_name(Attention attention) {
 
 // MaxText layers/decoders.py maps each remat_policy to a JAX policy; the layer input (the scan
 // carry) is always kept, whatever the policy.
-Keep remat_keep(Remat remat, ActivationName name, bool weight_matmul, bool dot) {
+Keep remat_keep(const TrainingSpec& training, ActivationName name, bool weight_matmul, bool dot) {
     using N = ActivationName;
     auto saved_if = [](bool saved) { return saved ? Keep::save : Keep::recompute; };
-    switch (remat) {
+    switch (training.remat) {
         case Remat::none:
             return Keep::save;
         case Remat::full:
@@ -91,8 +94,20 @@ Keep remat_keep(Remat remat, ActivationName name, bool weight_matmul, bool dot) 
             return name == N::qkv_proj ? Keep::offload : Keep::recompute;
         case Remat::minimal_offloaded:
             return weight_matmul ? Keep::offload : Keep::recompute;
+        case Remat::custom:
+            return training.custom_keep[static_cast<std::size_t>(name)];
     }
     return Keep::recompute;
+}
+
+bool offloads(const TrainingSpec& training) {
+    if (training.remat == Remat::qkv_proj_offloaded || training.remat == Remat::minimal_offloaded)
+        return true;
+    if (training.remat != Remat::custom) return false;
+    if (training.decoder_layer_input == Keep::offload) return true;
+    for (Keep keep : training.custom_keep)
+        if (keep == Keep::offload) return true;
+    return false;
 }
 
 }  // namespace podsim::workload

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -28,6 +29,7 @@ enum class Remat {
     minimal_flash,                     // save_from_both_policies(minimal, save_only_these_names(context))
     qkv_proj_offloaded,                // save_and_offload_only_these_names(offloaded: q, k, v)
     minimal_offloaded,                 // offload_dot_with_no_batch_dims(device -> pinned_host)
+    custom,                            // each name where its key says (TrainingSpec::custom_keep)
 };
 
 // The names MaxText gives its activations with jax.ad_checkpoint.checkpoint_name; podsim's fused
@@ -44,13 +46,13 @@ enum class ActivationName : std::uint8_t {
 
 // What a remat policy does with one activation of a layer.
 enum class Keep : std::uint8_t { recompute, save, offload };
-Keep remat_keep(Remat remat, ActivationName name, bool weight_matmul, bool dot);
+inline constexpr std::size_t kCheckpointNames = static_cast<std::size_t>(ActivationName::mlpwo) + 1;
 
 // Attention kernels (MaxText `attention`): dot_product materialises the S x S scores in HBM;
 // flash (Pallas splash attention on TPU, FlashAttention-2) streams them through on-chip memory.
 enum class Attention { dot_product, flash };
 static_assert(kOptimizerNames.size() == static_cast<std::size_t>(Optimizer::sgd) + 1);
-static_assert(kRematNames.size() == static_cast<std::size_t>(Remat::minimal_offloaded) + 1);
+static_assert(kRematNames.size() == static_cast<std::size_t>(Remat::custom) + 1);
 // training.attention's choices are kAttentionChoices (with the alias mha); its default is the first.
 static_assert(kAttentionChoices[0] == "dot_product" && static_cast<int>(Attention::dot_product) == 0);
 
@@ -64,6 +66,12 @@ struct TrainingSpec {
     core::DType param_dtype = training_key("training.param_dtype").choice_default<core::DType>();
     Optimizer optimizer = training_key("training.optimizer").choice_default<Optimizer>();
     Remat remat = training_key("training.remat").choice_default<Remat>();
+    // remat: custom (MaxText's keys of the same names): where each named activation goes, by
+    // ActivationName, and the layer's input.
+    std::array<Keep, kCheckpointNames> custom_keep = {Keep::recompute, Keep::recompute, Keep::recompute,
+                                                      Keep::recompute, Keep::recompute, Keep::recompute,
+                                                      Keep::recompute};
+    Keep decoder_layer_input = training_key("training.decoder_layer_input").choice_default<Keep>();
     // fp32 master copy of bf16 parameters kept by the optimizer (mixed precision), if any.
     std::optional<core::DType> master_dtype;
     // Megatron sequence parallelism: activations between the tensor-parallel regions are split
@@ -93,6 +101,10 @@ struct TrainingSpec {
 };
 
 std::string_view optimizer_name(Optimizer optimizer);
+// What the remat policy does with one activation of a layer.
+Keep remat_keep(const TrainingSpec& training, ActivationName name, bool weight_matmul, bool dot);
+// Whether the policy moves anything to host memory.
+bool offloads(const TrainingSpec& training);
 std::string_view remat_name(Remat remat);
 std::vector<std::string> remat_names();  // in enum order
 // The JAX policy a remat name maps to, for explain and reports.
