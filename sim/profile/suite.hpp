@@ -1,5 +1,6 @@
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,9 @@ struct CaseResult {
     // Memory verdict: every published end-to-end case ran in production, so it must be predicted to
     // fit; a case that does not counts as a miss whatever its step time.
     bool fits = true;
+    // Whether the measured step fitted in the memory it was granted, where the source says (XLA's
+    // numbers of a step that was run); otherwise the case ran in production, so it must fit.
+    std::optional<bool> expected_fits;
     bool memory_judged = false;
     double peak_bytes = 0.0;
     double capacity_bytes = 0.0;

@@ -42,6 +42,24 @@ TEST_CASE("published end-to-end measurements") {
     }
 }
 
+TEST_CASE("memory against XLA's own numbers for the same compiled steps") {
+    // tests/validation/xla: single-device steps compiled (and run) by XLA:GPU, whose memory_analysis()
+    // and outcome are read from tests/data/xla-truth/gpu.jsonl: the peak within 5 %, and the verdict
+    // against what the allocator granted (two of them did not fit).
+    auto cases = podsim::config::load_validation_suite(podsim::test::source_path("tests/validation/xla"));
+    REQUIRE(cases.size() == 14);
+    auto results = podsim::profile::evaluate_suite(cases);
+    check(results);
+    int oom = 0;
+    for (const auto& r : results) {
+        CAPTURE(r.id);
+        REQUIRE(r.expected_fits.has_value());
+        if (r.status == podsim::profile::CaseStatus::pass) CHECK(r.fits == *r.expected_fits);
+        oom += *r.expected_fits ? 0 : 1;
+    }
+    CHECK(oom == 2);
+}
+
 TEST_CASE("published collective measurements") {
     auto cases =
         podsim::config::load_collective_suite(podsim::test::source_path("tests/validation/collectives"));

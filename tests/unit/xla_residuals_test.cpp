@@ -1,0 +1,211 @@
+// The residuals podsim keeps for the backward, set against the ones XLA keeps for the same training
+// steps: in a step compiled from JAX's `lax.scan` over the layers, the forward `while` returns them
+// stacked over the layers (tests/data/xla-truth/hlo/*.hlo.txt.gz, JAX 0.11.2; README there). The
+// comparison is by shape and dtype, per device, with unit dimensions dropped.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "parallel/partition.hpp"
+#include "profile/measured_profile.hpp"
+#include "support.hpp"
+#include "workload/lower.hpp"
+#include "workload/residuals.hpp"
+
+using namespace podsim;
+
+namespace {
+
+using Shape = std::string;  // "bf16[8,2048,5632]": dtype and dimensions, unit dimensions dropped
+
+// One entry of a tuple type: the element type and the dimensions, without the layout.
+Shape normalise(std::string entry) {
+    const auto open = entry.find('[');
+    const auto close = entry.find(']');
+    REQUIRE(open != std::string::npos);
+    REQUIRE(close != std::string::npos);
+    std::string dims = entry.substr(open + 1, close - open - 1);
+    std::vector<std::string> kept;
+    std::size_t start = 0;
+    while (start <= dims.size() && !dims.empty()) {
+        const auto comma = dims.find(',', start);
+        std::string dim = dims.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+        if (dim != "1") kept.push_back(dim);
+        if (comma == std::string::npos) break;
+        start = comma + 1;
+    }
+    return fmt::format("{}[{}]", entry.substr(0, open), fmt::join(kept, ","));
+}
+
+// The shapes of the tuple the `while` named `op_name` returns: the test-side reader of one
+// instruction's result type in an HLO module's text (`%while.1 = (s32[], bf16[...]{...}, ...)
+// while(...), ..., metadata={op_name="jit(train_step)/jvp()/while" ...}`).
+std::vector<Shape> while_result(const std::string& text, const std::string& op_name) {
+    const std::string marker = fmt::format("op_name=\"{}\"", op_name);
+    std::size_t line_start = 0;
+    while (line_start < text.size()) {
+        std::size_t line_end = text.find('\n', line_start);
+        if (line_end == std::string::npos) line_end = text.size();
+        const std::string line = text.substr(line_start, line_end - line_start);
+        line_start = line_end + 1;
+        const auto call = line.find(") while(");
+        if (call == std::string::npos || line.find(marker) == std::string::npos) continue;
+        const auto open = line.find("= (");
+        REQUIRE(open != std::string::npos);
+        std::vector<Shape> shapes;
+        std::string entry;
+        int depth = 0;
+        for (std::size_t i = open + 3; i < call; ++i) {
+            const char c = line[i];
+            if (c == '/' && line.compare(i, 2, "/*") == 0) {  // /*index=5*/
+                i = line.find("*/", i) + 1;
+                continue;
+            }
+            if (c == '{' || c == '[') ++depth;
+            if (c == '}' || c == ']') --depth;
+            if (c == ',' && depth == 0) {
+                shapes.push_back(normalise(entry));
+                entry.clear();
+            } else if (c != ' ') {
+                entry += c;
+            }
+        }
+        shapes.push_back(normalise(entry));
+        return shapes;
+    }
+    FAIL("no while named " << op_name);
+    return {};
+}
+
+// A tensor of podsim's on one device: each extent as the partitioner sizes it.
+Shape device_shape(const workload::Tensor& t, const run::RunSpec& spec) {
+    const double samples =
+        static_cast<double>(spec.training.global_batch) / static_cast<double>(spec.training.microbatches);
+    const double data = static_cast<double>(spec.mesh.size_of("data"));
+    const double fsdp = static_cast<double>(spec.mesh.ici_size_of("fsdp"));
+    const double tensor = static_cast<double>(spec.mesh.ici_size_of("tensor"));
+    std::vector<long> dims;
+    for (int i = 0; i < t.rank; ++i) {
+        const auto& e = t.dims[static_cast<std::size_t>(i)];
+        double n = static_cast<double>(e.size);
+        if (e.shard == workload::Shard::batch) n = n * samples / (data * fsdp);
+        if (e.shard == workload::Shard::tensor) n /= tensor;
+        if (e.shard == workload::Shard::param) n /= fsdp * tensor;
+        if (n != 1.0) dims.push_back(static_cast<long>(n));
+    }
+    const char* type = t.element_bytes == 4 ? "f32" : t.element_bytes == 2 ? "bf16" : "pred";
+    return fmt::format("{}[{}]", type, fmt::join(dims, ","));
+}
+
+// The stacked fp32 layer parameters, per device: the scan passes them through its loop.
+std::vector<Shape> stacked_parameters(const run::RunSpec& spec) {
+    const auto& m = spec.model;
+    const long f = spec.mesh.ici_size_of("fsdp"), t = spec.mesh.ici_size_of("tensor");
+    const long L = m.layers, d = m.d_model, H = m.heads, hd = m.head_dim, F = m.d_ff;
+    auto shape = [](std::vector<long> dims) {
+        std::vector<long> kept;
+        for (long x : dims)
+            if (x != 1) kept.push_back(x);
+        return fmt::format("f32[{}]", fmt::join(kept, ","));
+    };
+    return {shape({L, d}),
+            shape({L, d}),
+            shape({L, d / f, H / t, hd}),
+            shape({L, d / f, H / t, hd}),
+            shape({L, d / f, H / t, hd}),
+            shape({L, H / t, hd, d / f}),
+            shape({L, d / f, F / t}),
+            shape({L, d / f, F / t}),
+            shape({L, F / t, d / f})};
+}
+
+void remove_one(std::vector<Shape>& from, const Shape& shape) {
+    auto it = std::find(from.begin(), from.end(), shape);
+    REQUIRE_MESSAGE(it != from.end(), shape << " is not in the tuple");
+    from.erase(it);
+}
+
+struct Fixture {
+    std::string hlo;     // tests/data/xla-truth/hlo/NAME.hlo.txt.gz
+    std::string config;  // the validation case that describes the same step
+};
+
+void check_saved_set(const Fixture& fixture) {
+    INFO(fixture.hlo);
+    const run::RunSpec spec = test::load_config(fixture.config);
+    const std::string text = profile::read_file_bytes(
+        test::source_path("tests/data/xla-truth/hlo/" + fixture.hlo + ".hlo.txt.gz"));
+    std::vector<Shape> tuple = while_result(text, "jit(train_step)/jvp()/while");
+    // The loop counter, the carry (the layer input), the parameters passed through.
+    REQUIRE(tuple.size() > 2);
+    tuple.erase(tuple.begin(), tuple.begin() + 2);
+    for (const auto& p : stacked_parameters(spec)) remove_one(tuple, p);
+    // Loop-invariant operands: the broadcast causal mask and its fill (JAX's scan hoists them).
+    workload::Residuals r(spec.model, spec.training);
+    std::vector<Shape> invariants;
+    for (const auto& t : r.loop_invariants()) invariants.push_back(device_shape(t, spec));
+    for (const auto& s : invariants) remove_one(tuple, s);
+    // What is left is stacked over the layers.
+    std::vector<Shape> xla;
+    const std::string layers = fmt::format("[{},", spec.model.layers);
+    for (const auto& s : tuple) {
+        const auto open = s.find('[');
+        REQUIRE_MESSAGE(s.compare(open, layers.size(), layers) == 0, s << " is not stacked over the layers");
+        xla.push_back(s.substr(0, open + 1) + s.substr(open + layers.size()));
+    }
+    // podsim: what a middle layer's forward ops keep (its output is the next layer's input, the
+    // same shape as its own, which XLA stacks).
+    const workload::OpGraph graph = workload::lower_training_step(spec.model, spec.training);
+    std::vector<Shape> podsim;
+    for (const auto& op : graph.ops()) {
+        if (op.layer != 1 || op.phase != workload::Phase::forward) continue;
+        for (const auto& t : op.saved) podsim.push_back(device_shape(t, spec));
+    }
+    std::sort(xla.begin(), xla.end());
+    std::sort(podsim.begin(), podsim.end());
+    CHECK(podsim == xla);
+    // Without remat the mask is a residual (select's transpose reads it), held once, by layer 0.
+    if (spec.training.remat == workload::Remat::none && !invariants.empty()) {
+        bool held = false;
+        for (const auto& op : graph.ops()) {
+            if (op.layer != 0 || op.phase != workload::Phase::forward) continue;
+            for (const auto& t : op.saved) held = held || (t.element_bytes == 1 && t.rank == 4);
+        }
+        CHECK(held);
+    }
+}
+
+}  // namespace
+
+TEST_CASE("podsim's saved set is the residual tuple of XLA's forward loop, fixture by fixture") {
+    const std::string dir = "tests/validation/xla/";
+    const std::vector<Fixture> fixtures = {
+        {"tiny-minimal-dot", dir + "xla-tiny-minimal-dot.yaml"},
+        {"1b-b8-none-dot", dir + "xla-1b-b8-none-dot.yaml"},
+        {"1b-b8-full-dot", dir + "xla-1b-b8-full-dot.yaml"},
+        {"1b-b8-minimal-dot", dir + "xla-1b-b8-minimal-dot.yaml"},
+        {"1b-b8-minimal-flash", dir + "xla-1b-b8-minimal-flash.yaml"},
+        {"7b-b1-full-flash", dir + "xla-7b-b1-full-flash.yaml"},
+        {"7b-b2-full-flash", dir + "xla-7b-b2-full-flash.yaml"},
+        {"7b-b4-minimal-flash", dir + "xla-7b-b4-minimal-flash.yaml"},
+        {"1b-b8-saveqkv-flash", dir + "xla-1b-b8-saveqkv-flash.yaml"},
+        {"1b-b8-exceptwi-flash", dir + "xla-1b-b8-exceptwi-flash.yaml"},
+        {"1b-b8-none-flash", dir + "xla-1b-b8-none-flash.yaml"},
+        {"1b-b8-full-flash", dir + "xla-1b-b8-full-flash.yaml"},
+        {"1b-b4-none-dot-s4096", dir + "xla-1b-b4-none-dot-s4096.yaml"},
+        {"spmd-tiny-fsdp16", dir + "spmd/xla-spmd-tiny-fsdp16.yaml"},
+        {"spmd-7b-fsdp16-full", dir + "spmd/xla-spmd-7b-fsdp16-full.yaml"},
+        {"spmd-7b-fsdp16-minimal", dir + "spmd/xla-spmd-7b-fsdp16-minimal.yaml"},
+        {"spmd-7b-fsdp4-tp4-minimal", dir + "spmd/xla-spmd-7b-fsdp4-tp4-minimal.yaml"},
+        {"spmd-1b-fsdp16-none", dir + "spmd/xla-spmd-1b-fsdp16-none.yaml"},
+        {"spmd-1b-fsdp16-saveqkv", dir + "spmd/xla-spmd-1b-fsdp16-saveqkv.yaml"},
+        {"spmd-1b-fsdp8-tp2-full", dir + "spmd/xla-spmd-1b-fsdp8-tp2-full.yaml"},
+    };
+    // (1b-b8-minimal-dot-unrolled has no loop: its layers are unrolled, so there is no tuple.)
+    for (const auto& f : fixtures) check_saved_set(f);
+}
