@@ -37,6 +37,10 @@ struct CaseResult {
     bool memory_judged = false;
     double peak_bytes = 0.0;
     double capacity_bytes = 0.0;
+    // Host memory of offloaded residuals, podsim's and XLA's (host_temp_size_in_bytes), judged with
+    // the peak's tolerance where XLA offloaded any; 0 when it did not.
+    double host_offload_bytes = 0.0;
+    double measured_host_offload_bytes = 0.0;
     bool derived = false;
     std::string expected_miss;
     CaseStatus status = CaseStatus::pass;

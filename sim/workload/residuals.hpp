@@ -29,8 +29,10 @@ class Residuals {
     std::vector<Tensor> norm() const;
     // The MLP activation's internals, without its output (the down projection's operand):
     //   SwiGLU silu(g)·u: g, sigmoid(g), its derivative σ(1-σ), silu(g), u;
-    //   GELU (tanh form): 3a², tanh, 1-tanh, a, the cdf 0.5(1+tanh);
-    //   GeGLU: GELU's five on g, gelu(g), u;  ReLU: the predicate a > 0 (one byte).
+    //   GELU (tanh form): a, 3a², and tanh in two stacks: JAX's rules keep tanh, 1-tanh and the
+    //     cdf 0.5(1+tanh) besides, and XLA's loop stacks hold tanh twice and rebuild the rest in
+    //     the backward (fixtures gpt2-xl-b4-none-dot, vit-b16-b256-none-dot);
+    //   GeGLU: GELU's four on g, gelu(g), u;  ReLU: the predicate a > 0 (one byte).
     std::vector<Tensor> activation() const;
     // What a policy saving the MLP input projection keeps (checkpoint name mlpwi): its dot outputs,
     // g and u for a gated MLP, the pre-activation otherwise.
