@@ -46,10 +46,11 @@ TEST_CASE("memory against XLA's own numbers for the same compiled steps") {
     // tests/validation/xla: single-device steps compiled (and run) by XLA:GPU, whose memory_analysis()
     // and outcome are read from tests/data/xla-truth/gpu.jsonl: the peak within 5 %, and the verdict
     // against what the allocator granted (two of them did not fit), and for the two that offload
-    // q, k and v to the host, the host memory within 5 % as well. 14 are Llama-style decoders; six
-    // more (GPT-2 XL and 2B, ViT-B/16, the offloading pair) were made later with the same script.
+    // q, k and v to the host, the host memory within 5 % as well. 14 are Llama-style decoders; nine
+    // more (GPT-2 XL and 2B, ViT-B/16, the offloading pair, ...) were made later with the same
+    // script (tests/data/xla-truth/README.md).
     auto cases = podsim::config::load_validation_suite(podsim::test::source_path("tests/validation/xla"));
-    REQUIRE(cases.size() == 20);
+    REQUIRE(cases.size() == 23);
     auto results = podsim::profile::evaluate_suite(cases);
     check(results);
     int oom = 0;
