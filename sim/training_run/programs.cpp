@@ -77,7 +77,7 @@ const Program& ProgramLibrary::get(const ProgramKey& key) {
     if (it != programs_.end()) return it->second;
     if (programs_.size() >= config::kMaxWholeRunPrograms) {
         core::Diagnostics d;
-        d.error({base_.source, 0, 0}, "whole_run",
+        d.error(plan_.location.at, "whole_run",
                 fmt::format("the run has more than {} distinct programs (shapes, accumulated evaluation "
                             "results, parts of split graphs): more than podsim simulates in one run",
                             config::kMaxWholeRunPrograms));

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -332,4 +333,38 @@ TEST_CASE("exit 0 only when something was done: empty suites, cut reports, unrel
                          " --dump opgraph --metrics-report " + (empty / "m.txt").string());
     CHECK(dumped.code == 2);
     fs::remove_all(empty);
+}
+
+TEST_CASE("docs/sweep-directories.md: the resume example prints what the page shows") {
+    // The page's block: commands ($ ...) run from the source tree with D a fresh directory, then the
+    // last command's output, with that directory written as D.
+    const std::string page = read(source_path("docs/sweep-directories.md"));
+    const auto start = page.find("```\n$ podsim sweep");
+    REQUIRE(start != std::string::npos);
+    const std::string block = page.substr(start + 4, page.find("```\n", start + 4) - start - 4);
+    std::vector<std::string> commands;
+    std::string expected;
+    std::istringstream lines(block);
+    for (std::string line; std::getline(lines, line);) {
+        if (line.starts_with("$ podsim "))
+            commands.push_back(line.substr(9));
+        else
+            expected += line + "\n";
+    }
+    REQUIRE(commands.size() == 2);
+    const fs::path dir = fresh_dir("doc-resume");
+    auto with_dir = [&](std::string command) {
+        const auto at = command.find(" --out D ");
+        REQUIRE(at != std::string::npos);
+        return command.replace(at, 9, " --out " + dir.string() + " ");
+    };
+    std::string output;
+    for (const auto& command : commands)
+        output = podsim("--version > /dev/null; cd " + std::string(PODSIM_SOURCE_DIR) + " && " +
+                        PODSIM_BINARY + " " + with_dir(command))
+                     .output;
+    for (auto at = output.find(dir.string()); at != std::string::npos; at = output.find(dir.string()))
+        output.replace(at, dir.string().size(), "D");
+    CHECK(output == expected);
+    fs::remove_all(dir);
 }
