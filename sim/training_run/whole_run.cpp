@@ -401,8 +401,8 @@ class Simulator {
         ++w_.simulated_steps;
     }
 
-    // A periodic stretch of steps, `period` at a time: the caller runs the period from `first`;
-    // jump() then adds up to `max_periods` more in closed form when the period repeats exactly.
+    // Probing a period: the caller runs its steps after begin_probe(), and jump() then adds up to
+    // `max_periods` more of it in closed form when it repeats exactly.
     void begin_probe() {
         probing_ = true;
         probe_start_ = state_;
@@ -416,8 +416,8 @@ class Simulator {
         for (int i = 0; i < kCoords; ++i) state_weights_[static_cast<std::size_t>(i)] = unit_weights(i);
     }
 
-    // After a probed period: when it repeats exactly, adds min(max_periods, what the state can
-    // reach) more of it and returns how many; 0 when it does not repeat.
+    // After a probed period: when it repeats exactly, adds `max_periods` more of it and returns how
+    // many; 0 when it does not repeat. TimeOverflow when the state would pass the time limit.
     long jump(long max_periods) {
         probing_ = false;
         if (max_periods <= 0 || w_.programs.size() != probe_programs_ || compiled_ != probe_compiled_)
@@ -446,9 +446,9 @@ class Simulator {
             if (!a || a != b) return 0;
         }
         const long period = step_ - probe_step_;
-        // The state after m more periods must be representable: else the run is too long.
-        for (std::size_t i = 0; i < kCoords; ++i) (void)add_multiple(state_[i], rate[i], max_periods);
         const long m = max_periods;
+        // The state after m more periods must be representable (add_multiple throws otherwise: the
+        // run is too long).
         for (std::size_t i = 0; i < kCoords; ++i) state_[i] = add_multiple(state_[i], rate[i], m);
         Totals delta = totals_;
         delta.each(probe_totals_, [](auto& a, const auto& b) { a -= b; });
@@ -468,13 +468,11 @@ class Simulator {
     }
 
     long step() const { return step_; }
-    const std::array<core::Time, kCoords>& state() const { return state_; }
     const Totals& totals() const { return totals_; }
-    long compiled() const { return compiled_; }
     long debug_lines() const { return debug_lines_; }
     std::vector<std::string> last_lines() const { return {last_lines_.begin(), last_lines_.end()}; }
     void finish() {
-        // The library's programs, in order of first use.
+        // Each track's last task ended when the track became free: the latest of those ends the run.
         w_.run_time_s = core::to_seconds(*std::max_element(state_.begin(), state_.begin() + kTracks));
     }
 
