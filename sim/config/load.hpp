@@ -44,6 +44,7 @@ struct ValidationCase {
     std::map<std::string, double> measured;   // step_time_s, mfu_6n, all_reduce_fraction, ...
     std::map<std::string, double> tolerance;  // step_time_rel, all_reduce_fraction_abs, ...
     bool derived = false;                     // measured value derived from published throughput/MFU
+    std::string profile;  // XLA's numbers the measured values come from (a path; #NAME for JSON lines)
     std::optional<std::string> expected_miss;
 };
 

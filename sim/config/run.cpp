@@ -175,6 +175,7 @@ RunSpec parse_run(const YAML::Node& root, const std::string& file, const fs::pat
     if (!r.has("training")) r.error("training", "missing required key");
     MapReader t(r.has("training") ? r.raw("training") : YAML::Node(YAML::NodeType::Map), file,
                 r.path_of("training"), d, run_keys_under("training"));
+    std::optional<bool> scan_layers;
     if (t.ok() && r.has("training")) {
         read_batch(t, spec);
         bool text = model_ok && !spec.model.is_vit();
@@ -205,6 +206,9 @@ RunSpec parse_run(const YAML::Node& root, const std::string& file, const fs::pat
             training.master_dtype = static_cast<core::DType>(*dt);
         training.tensor_sequence =
             t.boolean(training_key("training.tensor_sequence")).value_or(training.tensor_sequence);
+        scan_layers = t.boolean(training_key("training.scan_layers"));
+        if (auto l = t.choice(training_key("training.loss_labels")))
+            training.loss_labels = static_cast<workload::LossLabels>(*l);
     }
     bool training_ok = t.ok() && d.size() == errors_before_training;
 
@@ -225,6 +229,8 @@ RunSpec parse_run(const YAML::Node& root, const std::string& file, const fs::pat
             rt.boolean(runtime_key("runtime.recompile_every_step")).value_or(runtime.recompile_every_step);
         if (auto init = rt.choice(runtime_key("runtime.host_init"))) runtime.host_full_init = *init == 0;
     }
+    // JAX scans its layers (MaxText's scan_layers defaults to true); PyTorch modules run them one by one.
+    spec.training.scan_layers = scan_layers.value_or(spec.runtime.framework == parallel::Framework::jax);
     if (r.has("report")) {
         MapReader rep(r.raw("report"), file, r.path_of("report"), d, run_keys_under("report"));
         spec.mfu_attention = rep.boolean(run_key("report.mfu_attention")).value_or(spec.mfu_attention);

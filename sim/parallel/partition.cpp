@@ -125,7 +125,10 @@ class Partitioner {
                     op.flops *= rule.fraction;
                     op.bytes *= rule.fraction;
                     op.flop_scale *= rule.fraction;
-                    if (rule.zero_output) op.output_bytes = 0.0;
+                    if (rule.zero_output) {
+                        op.output_bytes = 0.0;
+                        op.saved_bytes = 0.0;
+                    }
                     break;
                 case OpSizing::Rule::collective_input:
                     op.collective_bytes = bytes(g_.op(rule.ref).reads[0]);
@@ -133,11 +136,11 @@ class Partitioner {
                 case OpSizing::Rule::collective_output: {
                     DeviceOp& source = program.ops[ref];
                     op.collective_bytes = source.output_bytes;
-                    if (rule.divide_source) source.output_bytes /= static_cast<double>(tensor_);
+                    if (rule.divide_source) split_output(source);
                     break;
                 }
                 case OpSizing::Rule::copy:
-                    op.bytes = program.ops[ref].output_bytes;
+                    op.bytes = program.ops[ref].saved_bytes;
                     break;
             }
         }
@@ -146,15 +149,23 @@ class Partitioner {
   private:
     // A device op's sizes (DeviceOp's fields of the same names and defaults).
     struct OpSizes {
-        double flops = 0.0, bytes = 0.0, output_bytes = 0.0;
+        double flops = 0.0, bytes = 0.0, output_bytes = 0.0, saved_bytes = 0.0;
         double mm_batch = 1.0, mm_m = 0.0, mm_n = 0.0, mm_k = 0.0;
         double flop_scale = 1.0;
     };
+
+    // A sequence-parallel reduce-scatter leaves the op's output (and the saved copy of it) split.
+    void split_output(DeviceOp& op) const {
+        const double split = op.output_bytes / static_cast<double>(tensor_);
+        if (op.output_saved) op.saved_bytes -= op.output_bytes - split;
+        op.output_bytes = split;
+    }
 
     static void size_as(DeviceOp& op, const OpSizes& compute) {
         op.flops = compute.flops;
         op.bytes = compute.bytes;
         op.output_bytes = compute.output_bytes;
+        op.saved_bytes = compute.saved_bytes;
         op.mm_batch = compute.mm_batch;
         op.mm_m = compute.mm_m;
         op.mm_n = compute.mm_n;
@@ -203,7 +214,7 @@ class Partitioner {
         c.layer = src.layer;
         c.microbatch = src.microbatch;
         c.resource = transfer_resource_;
-        c.bytes = src.output_bytes;
+        c.bytes = src.saved_bytes;
         c.source_op = source;
         c.to_host = to_host;
         return c;
@@ -234,6 +245,13 @@ class Partitioner {
         p_.params_bytes = state.params;
         p_.grads_bytes = state.grads;
         p_.optimizer_bytes = state.optimizer;
+        p_.stacked_gradients = in_.training.scan_layers;
+        p_.group_grads_bytes.reserve(groups.size());
+        for (const auto* group : groups) {
+            const double divisor =
+                static_cast<double>(fsdp_) * (group->tensor_sharded ? static_cast<double>(tensor_) : 1.0);
+            p_.group_grads_bytes.push_back(static_cast<double>(group->params) / divisor * param_bytes_);
+        }
     }
 
     double gathered_bytes(const workload::ParamGroup& group) const {
@@ -264,6 +282,7 @@ class Partitioner {
         d.param_group = op.param_group;
         d.resource = 0;
         d.kept_for_backward = op.kept_for_backward;
+        d.output_saved = op.output_saved;
         d.attention_scores = op.attention_internal && op.backward != workload::BackwardKind::flash_attention;
         size_as(d, sizes_of(op));
         return d;
@@ -273,6 +292,7 @@ class Partitioner {
         OpSizes d;
         for (const auto& t : op.reads) d.bytes += bytes(t);
         for (const auto& t : op.writes) d.output_bytes += bytes(t);
+        for (const auto& t : op.saved) d.saved_bytes += bytes(t);
         d.bytes += d.output_bytes;
         if (op.kind == OpKind::matmul) {
             const auto& s = op.matmul;
@@ -289,6 +309,7 @@ class Partitioner {
             !op.attention_internal) {
             d.bytes /= static_cast<double>(tensor_);
             d.output_bytes /= static_cast<double>(tensor_);
+            d.saved_bytes /= static_cast<double>(tensor_);
         }
         return d;
     }
@@ -403,16 +424,19 @@ class Partitioner {
         // Remat offload, per layer: (copy to host, op whose output it moved), and the copies back.
         std::map<int, std::vector<std::pair<int, int>>> offloaded;
         std::map<int, std::vector<int>> reloads;
-        auto reload_layer = [&](int layer) {
+        auto reload_layer = [&](int layer, int after) {
             if (transfer_resource_ < 0 || reloads.count(layer)) return;
             auto& out = reloads[layer];
             for (auto [to_host, source] : offloaded[layer]) {
                 DeviceOp back = copy_op(source, false);
                 back.deps = {to_host};
+                // Not before the backward reaches the layer above (one layer ahead).
+                if (after >= 0) back.deps.push_back(after);
                 out.push_back(emit(std::move(back), {.rule = OpSizing::Rule::copy, .ref = source}));
             }
         };
-        std::vector<int> ready(g_.size(), -1);  // graph op -> device op holding its output
+        std::vector<int> ready(g_.size(), -1);     // graph op -> device op holding its output
+        std::vector<int> computed(g_.size(), -1);  // graph op -> its compute op
         int last_compute = mb == 0 ? -1 : last_compute_;
 
         auto issue_gather = [&](int block, int group) {
@@ -457,8 +481,8 @@ class Partitioner {
                 if (block == 1 && op.layer >= 0 && transfer_resource_ >= 0) {
                     // The layer's offloaded activations come back before its recompute and backward,
                     // and the next layer's are fetched while this one runs (one layer ahead).
-                    reload_layer(op.layer);
-                    reload_layer(op.layer - 1);
+                    reload_layer(op.layer, last_compute);
+                    reload_layer(op.layer - 1, last_compute);
                     deps.append(reloads[op.layer].begin(), reloads[op.layer].end());
                 }
                 if (pos == 0 && host_blocks_) deps.push_back(host_op_);
@@ -494,6 +518,8 @@ class Partitioner {
                         DeviceOp main = part_of(d, gi, other_chunks);
                         main.output_bytes = 0.0;
                         main.kept_for_backward = false;
+                        main.saved_bytes = 0.0;
+                        main.output_saved = false;
                         emit(std::move(main), {.rule = OpSizing::Rule::part,
                                                .zero_output = true,
                                                .ref = gi,
@@ -513,6 +539,8 @@ class Partitioner {
                     d.kept_for_backward = rest.kept_for_backward;
                     rest.output_bytes = 0.0;
                     rest.kept_for_backward = false;
+                    rest.saved_bytes = 0.0;
+                    rest.output_saved = false;
                 }
                 const bool parted = split || (gathers_sequence && collective_matmul);
                 index = emit(std::move(d),
@@ -521,6 +549,12 @@ class Partitioner {
             }
             last_compute = index;
             ready[static_cast<std::size_t>(gi)] = index;
+            computed[static_cast<std::size_t>(gi)] = index;
+            // A recompute copy's residuals go when the backward op of its forward op ends.
+            if (op.frees_saved_of >= 0) {
+                const int copy = computed[static_cast<std::size_t>(op.frees_saved_of)];
+                if (copy >= 0) p_.ops[static_cast<std::size_t>(copy)].release_op = index;
+            }
             if (op.offloaded && op.phase == Phase::forward) {
                 p_.ops[static_cast<std::size_t>(index)].offloaded = true;
                 DeviceOp to_host = copy_op(index, true);
@@ -537,7 +571,7 @@ class Partitioner {
                 DeviceOp ar =
                     collective(op_name(gi, sequence ? OpSuffix::reduce_scatter : OpSuffix::all_reduce), kind,
                                tensor_axis, produced.output_bytes, op.phase, op.layer, mb);
-                if (sequence) produced.output_bytes /= static_cast<double>(tensor_);  // kept sequence-split
+                if (sequence) split_output(produced);  // kept sequence-split
                 ar.deps.push_back(index);
                 ready[static_cast<std::size_t>(gi)] = emit(
                     std::move(ar),

@@ -172,6 +172,12 @@ SweepSummary run_sweep(const SweepPlan& plan, SweepOptions options,
 
 std::vector<ValidationResult> validate_suite(const std::string& directory) {
     auto results = profile::evaluate_suite(config::load_validation_suite(directory));
+    // Steps XLA compiled (and ran) itself: memory against its own numbers.
+    fs::path xla_dir = fs::path(directory) / "xla";
+    if (fs::is_directory(xla_dir)) {
+        auto xla = profile::evaluate_suite(config::load_validation_suite(xla_dir.string()));
+        results.insert(results.end(), xla.begin(), xla.end());
+    }
     fs::path collective_dir = fs::path(directory) / "collectives";
     if (fs::is_directory(collective_dir)) {
         auto collective =

@@ -138,7 +138,13 @@ Comparison compare(const report::RunReport& predicted, const MeasuredProfile& me
     if (measured.xla_memory) {
         c.has_memory = true;
         c.predicted_peak_bytes = predicted.memory.peak_bytes;
-        c.measured_peak_bytes = measured.xla_memory->total_bytes();
+        c.measured_peak_bytes = measured.xla_memory->peak();
+        c.predicted_host_offload_bytes = predicted.memory.host_offload_bytes;
+        c.measured_host_temp_bytes = measured.xla_memory->host_temp_bytes;
+        c.predicted_limit_bytes = predicted.memory.capacity_bytes;
+        c.measured_limit_bytes = measured.xla_memory->bytes_limit;
+        c.predicted_fits = predicted.memory.fits;
+        c.measured_ran = measured.xla_memory->ran;
         c.predicted_state_bytes = predicted.memory.params_bytes + predicted.memory.optimizer_bytes;
         c.measured_parameter_bytes = measured.xla_memory->parameter_bytes;
         c.measured_temp_bytes = measured.xla_memory->temp_bytes;
@@ -180,7 +186,8 @@ std::string format_comparison(const Comparison& c) {
     }
     if (c.has_memory) {
         auto bytes = [](double b) { return core::format_bytes(b); };
-        out += "\n  memory per device (XLA buffer assignment)\n";
+        out += c.format == "xla-memory-analysis" ? "\n  memory per device (XLA's memory_analysis())\n"
+                                                 : "\n  memory per device (XLA buffer assignment)\n";
         out +=
             fmt::format("  {:<20} {:>12} {:>12} {:>12} {:>9}\n", "peak", bytes(c.predicted_peak_bytes),
                         bytes(c.measured_peak_bytes), bytes(c.predicted_peak_bytes - c.measured_peak_bytes),
@@ -192,6 +199,18 @@ std::string format_comparison(const Comparison& c) {
         out += fmt::format("  {:<20} {:>12} {:>12}\n", "the rest",
                            bytes(c.predicted_peak_bytes - c.predicted_state_bytes),
                            bytes(c.measured_peak_bytes - c.measured_parameter_bytes));
+        if (c.predicted_host_offload_bytes > 0 || c.measured_host_temp_bytes > 0) {
+            out += fmt::format("  {:<20} {:>12} {:>12}\n", "offloaded to host",
+                               bytes(c.predicted_host_offload_bytes), bytes(c.measured_host_temp_bytes));
+        }
+        if (c.measured_ran) {
+            out += fmt::format("  {:<20} {:>12} {:>12}\n", "verdict",
+                               c.predicted_fits ? std::string("fits") : std::string("oom"),
+                               *c.measured_ran ? std::string("ran") : std::string("oom"));
+            if (c.measured_limit_bytes > 0)
+                out += fmt::format("  {:<20} {:>12} {:>12}\n", "granted", bytes(c.predicted_limit_bytes),
+                                   bytes(c.measured_limit_bytes));
+        }
     }
     if (!c.largest_measured.empty()) {
         out += "\n  largest measured ops (whole profile)\n";
@@ -233,7 +252,12 @@ std::string comparison_json(const Comparison& c) {
                        {"xla_peak_bytes", c.measured_peak_bytes},
                        {"predicted_params_and_optimizer_bytes", c.predicted_state_bytes},
                        {"xla_parameter_bytes", c.measured_parameter_bytes},
-                       {"xla_temp_bytes", c.measured_temp_bytes}};
+                       {"xla_temp_bytes", c.measured_temp_bytes},
+                       {"predicted_host_offload_bytes", c.predicted_host_offload_bytes},
+                       {"xla_host_temp_bytes", c.measured_host_temp_bytes},
+                       {"predicted_fits", c.predicted_fits}};
+        if (c.measured_ran) j["memory"]["xla_ran"] = *c.measured_ran;
+        if (c.measured_limit_bytes > 0) j["memory"]["xla_bytes_limit"] = c.measured_limit_bytes;
     }
     j["notes"] = c.notes;
     // Names and ids come from user files: invalid UTF-8 becomes U+FFFD rather than an exception.

@@ -94,6 +94,10 @@ std::optional<std::string> tar_member(const std::string& path, const std::string
 }  // namespace
 
 MeasuredProfile read_profile(const std::string& path) {
+    if (const auto hash = path.rfind('#'); hash != std::string::npos) {
+        const std::string file = path.substr(0, hash);
+        return read_xla_memory_jsonl(file, read_file_bytes(file), path.substr(hash + 1));
+    }
     std::string bytes = read_file_bytes(path);
     if (bytes.size() > 512 && bytes.compare(257, 5, "ustar") == 0) {
         auto et = tar_member(path, bytes, ".et");

@@ -132,7 +132,7 @@ Simulation schedule_step(const RunSpec& spec, const parallel::RuntimeSpec& runti
 // memory curve exactly (memory::FoldedPeak::outer_repeats).
 bool finish_step(const RunSpec& spec, const parallel::RuntimeSpec& runtime, Simulation& sim,
                  const Fold* fold) {
-    const double hbm = spec.topology.chip.device_hbm_capacity();
+    const double hbm = spec.topology.chip.device_hbm_bytes_limit();
     memory::FoldedPeak folded_peak;
     if (fold) {
         memory::MemoryFold memory_fold{fold->splices, fold->state.params, fold->state.grads,
@@ -143,6 +143,19 @@ bool finish_step(const RunSpec& spec, const parallel::RuntimeSpec& runtime, Simu
     } else {
         sim.memory = memory::profile_memory(sim.program, sim.timeline, hbm);
     }
+    sim.memory.hbm_bytes = spec.topology.chip.device_hbm_capacity();
+    // Residuals offloaded to pinned host memory: those of a whole microbatch are there at once, when
+    // its backward starts (a cut model's layers stand for the whole model's, alike).
+    std::vector<double> offloaded(static_cast<std::size_t>(std::max(1, sim.program.microbatches)), 0.0);
+    const double layer_scale =
+        fold && fold->cut_layers > 0 ? static_cast<double>(fold->layers) / fold->cut_layers : 1.0;
+    for (const auto& op : sim.program.ops) {
+        if (op.offloaded && op.phase == workload::Phase::forward &&
+            op.microbatch < static_cast<int>(offloaded.size()))
+            offloaded[static_cast<std::size_t>(op.microbatch)] +=
+                op.layer >= 0 ? layer_scale * op.saved_bytes : op.saved_bytes;
+    }
+    sim.memory.host_offload_bytes = *std::max_element(offloaded.begin(), offloaded.end());
     memory::HostMemoryInput host_in;
     host_in.total_params = static_cast<double>(workload::count_params(spec.model).total);
     host_in.param_bytes = static_cast<double>(core::dtype_bytes(spec.training.param_dtype));
@@ -200,7 +213,8 @@ std::optional<Simulation> simulate_folded(const RunSpec& spec, const RunSpec& cu
     sim.folded_layers = fold->cut_layers;
     sim.folded_microbatches = fold->cut_microbatches;
     if (least) {
-        least->fixed = fold->state.params + fold->state.grads + fold->state.optimizer;
+        least->fixed = fold->state.params + fold->state.optimizer;
+        least->grads = fold->state.grads;
         least->layer = fold->cut_layers / 2;
         least->extra = fold->layers - fold->cut_layers;
     }
