@@ -54,6 +54,18 @@ inline constexpr core::Key kRuntimeKeys[] = {
      .kind = KeyKind::boolean,
      .help = "FSDP reduce-scatters gradients in fp32 instead of the compute dtype (PyTorch/XLA FSDP's "
              "fp32_reduce_scatter; all-gathers stay in the compute dtype)"},
+    {.path = "runtime.gather_via_all_reduce",
+     .kind = KeyKind::boolean,
+     .default_note = "pytorch-xla: true, otherwise false",
+     .help = "FSDP all-gathers run as an all-reduce of the zero-padded shard, moving twice the bytes "
+             "(PyTorch/XLA's xm.all_gather with pin_layout on TPU, the default of its FSDP wrapper)"},
+    {.path = "runtime.dcn_overlap",
+     .kind = KeyKind::boolean,
+     .help =
+         "the cross-slice gradient all-reduce of each parameter group runs under the rest of the backward "
+         "(XLA's data-parallel all-reduce pipelining, MaxText's "
+         "--xla_tpu_enable_data_parallel_all_reduce_opt); "
+         "false: it starts when the backward has finished"},
     {.path = "runtime.host_init",
      .kind = KeyKind::choice,
      .choices = kHostInitNames,

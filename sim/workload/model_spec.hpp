@@ -33,6 +33,7 @@ struct ModelSpec {
     bool parallel_block =
         model_key("parallel_block").boolean_default();  // attention and MLP side by side on one norm (PaLM)
     PositionEmbedding position = PositionEmbedding::learned;
+    double attention_dropout = 0.0;  // probability, on the attention weights in training
     // vit only
     int image_size = 0;
     int patch_size = 0;
