@@ -61,11 +61,13 @@ inline constexpr core::Key kRuntimeKeys[] = {
              "(PyTorch/XLA's xm.all_gather with pin_layout on TPU, the default of its FSDP wrapper)"},
     {.path = "runtime.dcn_overlap",
      .kind = KeyKind::boolean,
+     .default_value = 1,
      .help =
-         "the cross-slice gradient all-reduce of each parameter group runs under the rest of the backward "
-         "(XLA's data-parallel all-reduce pipelining, MaxText's "
-         "--xla_tpu_enable_data_parallel_all_reduce_opt); "
-         "false: it starts when the backward has finished"},
+         "the cross-slice gradient all-reduce of each parameter group runs under the rest of the backward, "
+         "as XLA schedules in-program async collectives (MaxText's "
+         "--xla_tpu_enable_data_parallel_all_reduce_opt "
+         "pipelines them across scanned layers); false: it starts when the backward has finished (PaLM's "
+         "Pathways cross-pod transfer)"},
     {.path = "runtime.host_init",
      .kind = KeyKind::choice,
      .choices = kHostInitNames,

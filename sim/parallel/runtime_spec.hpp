@@ -47,7 +47,8 @@ struct RuntimeSpec {
     // `_all_gather_using_all_reduce` in torch_xla/core/xla_model.py (2.0 to 2.5).
     std::optional<bool> gather_via_all_reduce;
     // The gradient all-reduce over DCN of each parameter group issued as its gradients are complete
-    // (true), or after the whole backward (false).
+    // (true), or after the whole backward (false: PaLM section 4, "the transfer does not start until
+    // each core finishes computing the gradients").
     bool dcn_overlap = runtime_key("runtime.dcn_overlap").boolean_default();
 
     bool operator==(const RuntimeSpec&) const = default;
