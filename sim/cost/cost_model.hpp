@@ -34,7 +34,7 @@ struct CostContext {
 // of n jittering slices lands beyond the mean, in standard deviations.
 double expected_max_of_normals(int n);
 
-// Roofline per fused op (DESIGN.md §3):
+// Roofline per fused op:
 //   time = max(padded FLOPs / (peak * mxu_efficiency * shape factor),
 //              bytes / (hbm_bandwidth * hbm_efficiency)) + op_overhead
 // The shape factor depends on the matmul's narrowest dimension (matmul_shape.hpp).
