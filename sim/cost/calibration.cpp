@@ -74,9 +74,8 @@ const std::vector<CalibrationParameter>& calibration_parameters() {
          "fraction of the per-chip DCN bandwidth that cross-slice collectives reach",
          "assumption: TCP/RDMA goodput about 80% of line rate; calibrate on a multislice profile"},
         {"slice_step_jitter", ParameterUnit::fraction, &Calibration::slice_step_jitter, 0.076, 0.0, 0.5,
-         "standard deviation of one slice's step time, as a fraction of it: slices joined over DCN wait once "
-         "a "
-         "step for the slowest, E[max of S normal draws] deviations beyond the mean (stragglers)",
+         "standard deviation of one slice's step time, as a fraction of it: slices joined over DCN wait "
+         "once a step for the slowest, E[max of S normal draws] deviations beyond the mean (stragglers)",
          "calibrated on cases V5E-128b-2x-v5e-256, V5E-128b-32x-v5e-256, V5E-128b-8x-v5e-256, "
          "V5E-16b-2x-v5e-256, V5E-16b-32x-v5e-256, V5E-16b-8x-v5e-256, V5E-32b-2x-v5e-256, "
          "V5E-32b-32x-v5e-256, V5E-32b-8x-v5e-256, V5E-64b-2x-v5e-256, V5E-64b-32x-v5e-256, "
@@ -84,10 +83,11 @@ const std::vector<CalibrationParameter>& calibration_parameters() {
          "V5P-128b-2x-v5p-512, V5P-256b-2x-v5p-1024, V5P-32b-2x-v5p-128, V5P-512b-2x-v5p-1024, "
          "V5P-64b-2x-v5p-128, maxtext-22b-fsdp-2x-v4-128, maxtext-22b-fsdp-4x-v4-128, "
          "maxtext-22b-fsdp-8x-v4-128 (the multislice rows of the MaxText READMEs: two to 32 slices of TPU "
-         "v4, "
-         "v5e and v5p, data parallel over DCN), by least squares over their step times (podsim calibrate: "
-         "0.0756 +/- 0.0154): rms error 7.6%, each case left out within 15.3% (podsim validate); their "
-         "one-slice twins and PaLM stay held out"},
+         "v4, v5e and v5p, data parallel over DCN), by least squares over their step times (podsim "
+         "calibrate --suite DIR --params slice_step_jitter over those 23 cases: 0.0756 +/- 0.0154): rms "
+         "error 7.6%; left out one at a time each within 15.3% (V5E-128b-32x-v5e-256 15.3%, "
+         "V5E-32b-32x-v5e-256 and V5E-32b-8x-v5e-256 14.9%, V5P-128b-2x-v5p-512 14.7%, the rest within "
+         "13%). The one-slice twins and PaLM stay held out"},
         {"compile_time_base", ParameterUnit::time, &Calibration::compile_time_base, 5.0, 0.0, 3600.0,
          "fixed part of compiling the step program (reported apart from the step time)",
          "assumption: XLA compiles of small jitted steps take seconds; calibrate with a PyTorch/XLA metrics "
