@@ -27,6 +27,7 @@
 #include "run/simulate.hpp"
 #include "sweep/shard.hpp"
 #include "sweep/sweep_runner.hpp"
+#include "training_run/whole_run.hpp"
 
 namespace podsim {
 
@@ -71,6 +72,16 @@ std::string report_json(const RunReport& report);
 std::string report_table(const RunReport& report);
 // Chrome trace (Perfetto) of the simulated step, as `podsim run --trace` writes it.
 std::string chrome_trace(const RunSpec& spec, const Simulation& simulation);
+
+// ------------------------------------------------------------------ whole runs
+
+using WholeRun = training_run::WholeRun;
+// The run of many steps a config's whole_run: block describes (ConfigError without one).
+WholeRun simulate_whole_run(const RunSpec& spec);
+// As `podsim run --format json` writes it for such a config (schema podsim.whole-run/v1), and the
+// Chrome trace `podsim run --trace` writes.
+std::string whole_run_json(const WholeRun& run);
+std::string whole_run_trace(const WholeRun& run);
 
 // ------------------------------------------------------------------ collectives
 
