@@ -225,6 +225,8 @@ RunSpec parse_run(const YAML::Node& root, const std::string& file, const fs::pat
         runtime.collective_matmul = rt.boolean(runtime_key("runtime.collective_matmul"));
         runtime.fp32_reduce_scatter =
             rt.boolean(runtime_key("runtime.fp32_reduce_scatter")).value_or(runtime.fp32_reduce_scatter);
+        runtime.gather_via_all_reduce = rt.boolean(runtime_key("runtime.gather_via_all_reduce"));
+        runtime.dcn_overlap = rt.boolean(runtime_key("runtime.dcn_overlap")).value_or(runtime.dcn_overlap);
         runtime.recompile_every_step =
             rt.boolean(runtime_key("runtime.recompile_every_step")).value_or(runtime.recompile_every_step);
         if (auto init = rt.choice(runtime_key("runtime.host_init"))) runtime.host_full_init = *init == 0;

@@ -75,6 +75,7 @@ class Partitioner {
         std::vector<int> step_ops;
         std::vector<int> optimizer_ops;
         for (int i : order) (g_.op(i).phase == Phase::optimizer ? optimizer_ops : step_ops).push_back(i);
+        if (in_.runtime.async()) reduce_first(step_ops);
         plan_groups(step_ops);
         // A graph op's compute op is the same in every microbatch but for the microbatch index.
         compute_ops_.reserve(g_.size());
@@ -91,8 +92,23 @@ class Partitioner {
         for (int mb = 0; mb < in_.training.microbatches; ++mb) {
             emit_microbatch(step_ops, mb, mb + 1 == in_.training.microbatches, final_grad);
         }
+        // Without DCN overlap the cross-slice reductions start when the backward has finished: each
+        // group's just before its update (the DCN runs them in program order), which keeps the
+        // updates' blocks alike from one layer to the next.
+        std::vector<int> deferred(g_.param_groups.size(), -1);
+        for (std::size_t k = 0; k < deferred_dcn_.size(); ++k)
+            deferred[static_cast<std::size_t>(deferred_dcn_[k].group)] = static_cast<int>(k);
+        auto reduce_deferred = [&](int group) {
+            int& k = deferred[static_cast<std::size_t>(group)];
+            if (k < 0) return;
+            const DeferredReduce& d = deferred_dcn_[static_cast<std::size_t>(k)];
+            final_grad[static_cast<std::size_t>(group)] =
+                reduce_over_slices(d.group, d.after, d.microbatch, d.data_axis, d.shard);
+            k = -1;
+        };
         for (int i : optimizer_ops) {
             const Op& op = g_.op(i);
+            if (op.param_group >= 0) reduce_deferred(op.param_group);
             DeviceOp d = compute_ops_[static_cast<std::size_t>(i)];
             int group = op.param_group;
             if (group >= 0 && final_grad[static_cast<std::size_t>(group)] >= 0) {
@@ -100,6 +116,7 @@ class Partitioner {
             }
             emit(std::move(d), {.rule = OpSizing::Rule::compute, .ref = i});
         }
+        for (std::size_t g = 0; g < deferred.size(); ++g) reduce_deferred(static_cast<int>(g));
         p_.names = names_->store();
         return std::move(p_);
     }
@@ -372,6 +389,29 @@ class Partitioner {
         return static_cast<int>(p_.ops.size()) - 1;
     }
 
+    // XLA's latency-hiding scheduler starts an async collective as early as its operand allows and
+    // fills the wait with independent work (xla/service/latency_hiding_scheduler.cc). In the backward
+    // of a matmul whose input gradient is reduced over `tensor`, the weight gradient does not depend
+    // on that reduction: the input gradient goes first, and its all-reduce (or reduce-scatter) runs
+    // under the weight gradient. Lowering emits the weight gradient first.
+    void reduce_first(std::vector<int>& step_ops) const {
+        if (tensor_ <= 1) return;
+        for (std::size_t pos = 0; pos + 1 < step_ops.size(); ++pos) {
+            const Op& first = g_.op(step_ops[pos]);
+            const Op& second = g_.op(step_ops[pos + 1]);
+            if (first.kind != OpKind::matmul || second.kind != OpKind::matmul ||
+                block_of(first.phase) != Block::backward || first.phase != second.phase ||
+                first.layer != second.layer || first.param_group < 0 ||
+                first.param_group != second.param_group || second.matmul.k.shard != Shard::tensor ||
+                first.matmul.k.shard == Shard::tensor)
+                continue;
+            const auto preds = preds_.of(step_ops[pos + 1]);
+            if (std::find(preds.begin(), preds.end(), step_ops[pos]) != preds.end()) continue;
+            std::swap(step_ops[pos], step_ops[pos + 1]);
+            ++pos;
+        }
+    }
+
     // For each block, parameter groups in order of first use, and each group's last op there.
     void plan_groups(const std::vector<int>& step_ops) {
         for (auto& plan : plans_) {
@@ -443,9 +483,14 @@ class Partitioner {
             if (fsdp_axis < 0 || gather(block, group) >= 0) return;
             const auto& pg = g_.param_groups[static_cast<std::size_t>(group)];
             Phase phase = block == 0 ? Phase::forward : Phase::backward;
+            // PyTorch/XLA's pinned-layout all-gather is an all-reduce of the zero-padded shard: the
+            // same gathered weights, at an all-reduce's cost.
             DeviceOp ag = collective(
                 group_name(group, block == 0 ? GroupSuffix::all_gather_fwd : GroupSuffix::all_gather_bwd),
-                CollectiveKind::all_gather, fsdp_axis, gathered_bytes(pg), phase, pg.layer, mb);
+                in_.runtime.gathers_via_all_reduce() ? CollectiveKind::all_reduce
+                                                     : CollectiveKind::all_gather,
+                fsdp_axis, gathered_bytes(pg), phase, pg.layer, mb);
+            ag.category = OpCategory::all_gather;
             ag.param_group = group;
             // Bounded prefetch: it may start once the compute before its issue point is done.
             if (last_compute >= 0) ag.deps.push_back(last_compute);
@@ -613,24 +658,65 @@ class Partitioner {
             last = emit(std::move(rs));
         }
         if (last_microbatch) {
-            double shard = full / static_cast<double>(fsdp_);
-            if (data_axis >= 0) {
+            const double shard = full / static_cast<double>(fsdp_);
+            if (dcn_axis_ >= 0 && !in_.runtime.dcn_overlap) {
+                // Started once the whole backward is done (run() emits it).
+                deferred_dcn_.push_back({group, last, mb, data_axis, shard});
+                last = -1;
+            } else if (dcn_axis_ >= 0) {
+                last = reduce_over_slices(group, last, mb, data_axis, shard);
+            } else if (data_axis >= 0) {
                 DeviceOp ar =
                     collective(group_name(group, GroupSuffix::all_reduce), CollectiveKind::all_reduce,
                                data_axis, shard, Phase::backward, pg.layer, mb);
                 ar.deps.push_back(last);
                 last = emit(std::move(ar));
             }
-            if (dcn_axis_ >= 0) {
-                DeviceOp ar =
-                    collective(group_name(group, GroupSuffix::all_reduce_dcn), CollectiveKind::all_reduce,
-                               dcn_axis_, shard, Phase::backward, pg.layer, mb);
-                ar.deps.push_back(last);
-                last = emit(std::move(ar));
-            }
         }
         final_grad[static_cast<std::size_t>(group)] = last;
     }
+
+    // The all-reduce of a group's gradient shard across slices, after `after`. With a data axis
+    // inside the slice too, XLA reduces hierarchically so that DCN carries one copy per slice: a
+    // reduce-scatter over the ICI data axis, the all-reduce of that piece over DCN, an all-gather
+    // over ICI (MaxText docs/guides/optimization/sharding.md, "DP Arithmetic Intensity
+    // (Hierarchical)").
+    int reduce_over_slices(int group, int after, int mb, int data_axis, double shard) {
+        const auto& pg = g_.param_groups[static_cast<std::size_t>(group)];
+        int last = after;
+        const double piece =
+            data_axis >= 0 ? shard / static_cast<double>(in_.mesh.ici_size_of("data")) : shard;
+        if (data_axis >= 0) {
+            DeviceOp rs =
+                collective(group_name(group, GroupSuffix::reduce_scatter_data),
+                           CollectiveKind::reduce_scatter, data_axis, shard, Phase::backward, pg.layer, mb);
+            rs.deps.push_back(last);
+            last = emit(std::move(rs));
+        }
+        DeviceOp ar = collective(group_name(group, GroupSuffix::all_reduce_dcn), CollectiveKind::all_reduce,
+                                 dcn_axis_, piece, Phase::backward, pg.layer, mb);
+        ar.deps.push_back(last);
+        // The first of the deferred reductions waits for the end of the backward; the DCN runs the
+        // others after it.
+        if (!in_.runtime.dcn_overlap && !dcn_started_ && last_compute_ >= 0) ar.deps.push_back(last_compute_);
+        dcn_started_ = true;
+        last = emit(std::move(ar));
+        if (data_axis >= 0) {
+            DeviceOp ag =
+                collective(group_name(group, GroupSuffix::all_gather_data), CollectiveKind::all_gather,
+                           data_axis, shard, Phase::backward, pg.layer, mb);
+            ag.deps.push_back(last);
+            last = emit(std::move(ag));
+        }
+        return last;
+    }
+
+    struct DeferredReduce {
+        int group = -1, after = -1, microbatch = 0, data_axis = -1;
+        double shard = 0.0;
+    };
+    std::vector<DeferredReduce> deferred_dcn_;
+    bool dcn_started_ = false;
 
     const PartitionInput& in_;
     const workload::OpGraph& g_;

@@ -13,7 +13,8 @@ std::string_view text(OpSuffix suffix) {
 
 std::string_view text(GroupSuffix suffix) {
     constexpr std::array<std::string_view, static_cast<std::size_t>(GroupSuffix::count)> texts = {
-        ".all-gather.fwd", ".all-gather.bwd", ".reduce-scatter", ".all-reduce", ".all-reduce.dcn"};
+        ".all-gather.fwd", ".all-gather.bwd",      ".reduce-scatter", ".all-reduce",
+        ".all-reduce.dcn", ".reduce-scatter.data", ".all-gather.data"};
     return texts[static_cast<std::size_t>(suffix)];
 }
 

@@ -14,7 +14,16 @@ namespace podsim::parallel {
 
 // What a device op's name adds to its graph op's name, or to its parameter group's.
 enum class OpSuffix { none, continuation, all_gather, reduce_scatter, all_reduce, count };
-enum class GroupSuffix { all_gather_fwd, all_gather_bwd, reduce_scatter, all_reduce, all_reduce_dcn, count };
+enum class GroupSuffix {
+    all_gather_fwd,
+    all_gather_bwd,
+    reduce_scatter,
+    all_reduce,
+    all_reduce_dcn,
+    reduce_scatter_data,
+    all_gather_data,
+    count
+};
 
 // The names of the device ops partitioned from one lowered step: a graph op's or a parameter
 // group's name with a suffix, each stored once when first asked for. Every program partitioned

@@ -103,7 +103,8 @@ Simulation schedule_step(const RunSpec& spec, const parallel::RuntimeSpec& runti
         sim.program = std::move(step.program);
         dependencies = step.dependencies;
     }
-    cost::CostModel model(cost::CostContext{spec.topology, runtime, spec.calibration, spec.training.dtype});
+    cost::CostModel model(cost::CostContext{spec.topology, runtime, spec.calibration, spec.training.dtype,
+                                            spec.model.attention_dropout > 0.0, spec.slices});
     sim.costs = model.cost_all(sim.program);
     scheduler::NetworkInput network = plan_network(spec, sim, cache, options);
     try {
@@ -170,7 +171,8 @@ bool finish_step(const RunSpec& spec, const parallel::RuntimeSpec& runtime, Simu
     host_in.full_model_on_host = runtime.full_model_on_host();
     host_in.host_capacity = spec.topology.host.host_memory;
     sim.host_memory = memory::host_memory(host_in);
-    cost::CostModel model(cost::CostContext{spec.topology, runtime, spec.calibration, spec.training.dtype});
+    cost::CostModel model(cost::CostContext{spec.topology, runtime, spec.calibration, spec.training.dtype,
+                                            spec.model.attention_dropout > 0.0, spec.slices});
     double compile_s = model.compile_seconds(sim.program);
     if (fold && !runtime.compile_time)
         compile_s = spec.calibration.compile_time_base +

@@ -109,6 +109,15 @@ inline constexpr core::Key kModelKeys[] = {
      .help = "how token (and learned position) embeddings are looked up: gather rows, or multiply a one-hot "
              "matrix of the ids by the table (Praxis lookup_style 'matmul'), a matmul whose backward keeps "
              "the one-hot matrix"},
+    {.path = "attention_dropout",
+     .kind = KeyKind::number,
+     .default_note = "gpt2 and encoder: 0.1, decoder and vit: 0",
+     .minimum = 0,
+     .maximum = 1,
+     .help =
+         "dropout probability on the attention weights in training (Hugging Face GPT2Config.attn_pdrop and "
+         "BertConfig.attention_probs_dropout_prob default to 0.1; LlamaConfig.attention_dropout and "
+         "ViTConfig.attention_probs_dropout_prob to 0; MaxText dropout_rate 0)"},
     {.path = "position",
      .kind = KeyKind::choice,
      .choices = kPositionNames,

@@ -35,6 +35,7 @@ struct ModelSpec {
         model_key("parallel_block").boolean_default();  // attention and MLP side by side on one norm (PaLM)
     PositionEmbedding position = PositionEmbedding::learned;
     EmbeddingLookup embedding_lookup = model_key("embedding_lookup").choice_default<EmbeddingLookup>();
+    double attention_dropout = 0.0;  // probability, on the attention weights in training
     // vit only
     int image_size = 0;
     int patch_size = 0;

@@ -322,7 +322,7 @@ TEST_CASE("exit 0 only when something was done: empty suites, cut reports, unrel
                         source_path("tests/data/xprof__tpu_inference_2.xplane.pb"));
     CHECK(other.code == 0);
     CHECK(contains(other.output,
-                   "warning: the profile does not look like a run of this config: matmul is 81% of the "
+                   "warning: the profile does not look like a run of this config: matmul is 80% of the "
                    "predicted step but absent from the profile"));
     // --metrics-report without a whole run, or with --dump.
     auto metrics = podsim("run " + config + " --metrics-report " + (empty / "m.txt").string());
