@@ -83,6 +83,27 @@ struct Resource {
     int comm_axis = -1;
 };
 
+// Where a buffer's bytes count in the memory breakdown (memory::MemoryBreakdown's fields).
+enum class BufferHolder : std::uint8_t {
+    params,
+    grads,
+    optimizer,
+    activations,
+    gathered_weights,
+    collective_buffers,
+    temporaries,
+};
+
+// A buffer of a program that states its memory itself (a compiled XLA module, whose buffers and
+// their users are known): live from the start of op `first_op` to the end of op `last_op`; -1 for
+// either end means the step's start or end (entry arguments, outputs).
+struct Buffer {
+    double bytes = 0.0;
+    int first_op = -1;
+    int last_op = -1;
+    BufferHolder holder = BufferHolder::temporaries;
+};
+
 struct DeviceProgram {
     std::vector<DeviceOp> ops;  // program order
     std::vector<Resource> resources;
@@ -94,6 +115,9 @@ struct DeviceProgram {
     double params_bytes = 0.0;
     double grads_bytes = 0.0;
     double optimizer_bytes = 0.0;
+    // Empty for a lowered model (memory::profile_memory models its memory); an imported module's
+    // buffers (memory::profile_buffers replays them).
+    std::vector<Buffer> buffers;
 };
 
 }  // namespace podsim::parallel
