@@ -11,7 +11,11 @@ bool is_gzip(const std::string& bytes) {
            static_cast<unsigned char>(bytes[1]) == 0x8b;
 }
 
-FileBytes gunzip(const std::string& bytes, std::uint64_t max_bytes) {
+namespace {
+
+// Inflates until the end of the data, or until `limit` bytes are out (then `truncate` decides
+// whether that is an error or the prefix asked for).
+FileBytes inflate_bounded(const std::string& bytes, std::uint64_t limit, bool truncate) {
     FileBytes result;
     // Inflate from memory (gzip header: windowBits 15 + 16).
     z_stream z{};
@@ -29,12 +33,16 @@ FileBytes gunzip(const std::string& bytes, std::uint64_t max_bytes) {
         z.avail_out = sizeof buffer;
         status = inflate(&z, Z_NO_FLUSH);
         out.append(buffer, sizeof buffer - z.avail_out);
-        if (out.size() > max_bytes) {
+        if (out.size() > limit) {
             inflateEnd(&z);
+            if (truncate) {
+                out.resize(limit);
+                return result;
+            }
             out.clear();
             result.error =
                 fmt::format("gzip data decompresses to more than {}, the limit for this kind of file",
-                            format_byte_limit(max_bytes));
+                            format_byte_limit(limit));
             return result;
         }
     }
@@ -46,6 +54,16 @@ FileBytes gunzip(const std::string& bytes, std::uint64_t max_bytes) {
         out.clear();
     }
     return result;
+}
+
+}  // namespace
+
+FileBytes gunzip(const std::string& bytes, std::uint64_t max_bytes) {
+    return inflate_bounded(bytes, max_bytes, false);
+}
+
+FileBytes gunzip_prefix(const std::string& bytes, std::uint64_t prefix_bytes) {
+    return inflate_bounded(bytes, prefix_bytes, true);
 }
 
 FileBytes read_maybe_gzipped(const std::string& path, std::uint64_t max_bytes) {

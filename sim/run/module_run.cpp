@@ -62,9 +62,11 @@ std::optional<std::pair<long, long>> token_input(const hlo::Module& module) {
 }  // namespace
 
 bool is_module_file(const std::string& path) {
-    core::FileBytes file = core::read_maybe_gzipped(path, std::uint64_t{1} << 30);
+    core::FileBytes file = core::read_regular_file(path, std::uint64_t{1} << 30);
     if (!file.error.empty()) return false;
-    return hlo::is_hlo_module(path, file.bytes);
+    // Its opening tells: HLO text starts `HloModule` (after comments), a proto has its name.
+    if (core::is_gzip(file.bytes)) file = core::gunzip_prefix(file.bytes, 1 << 16);
+    return file.error.empty() && hlo::is_hlo_module(path, file.bytes);
 }
 
 ModuleRun run_module(const ModuleRunRequest& request, SimulateOptions options) {
