@@ -427,7 +427,8 @@ class TextReader {
 
     void close_computation(int line_number) {
         Computation& c = module_.computations.back();
-        if (c.instructions.empty()) error(line_number, 1, c.name, "a computation without instructions");
+        if (c.instructions.empty() && d_.empty())
+            error(line_number, 1, c.name, "a computation without instructions");
         if (c.root < 0 && !c.instructions.empty()) c.root = static_cast<int>(c.instructions.size()) - 1;
         computation_ = -1;
     }

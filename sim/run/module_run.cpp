@@ -1,6 +1,7 @@
 #include "run/module_run.hpp"
 
 #include <filesystem>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -21,16 +22,18 @@ namespace fs = std::filesystem;
     throw core::UserError(d);
 }
 
-// topologies/calibration/NAME.yaml beside the topology file, or in the data roots for a bare name.
-std::string topology_calibration(const std::string& topology) {
+// topologies/calibration/NAME.yaml beside the topology file, or in the data roots for a bare name:
+// the file, and how reports name it (relative to the data root).
+std::pair<std::string, std::string> topology_calibration(const std::string& topology) {
     std::error_code ec;
     if (topology.find('/') != std::string::npos || topology.ends_with(".yaml")) {
         const fs::path p = fs::path(topology).parent_path() / "calibration" / fs::path(topology).filename();
-        return fs::is_regular_file(p, ec) ? p.string() : std::string();
+        if (fs::is_regular_file(p, ec)) return {p.string(), p.string()};
+        return {};
     }
     for (const auto& root : config::data_roots(fs::current_path())) {
-        const fs::path p = root / "topologies" / "calibration" / (topology + ".yaml");
-        if (fs::is_regular_file(p, ec)) return p.string();
+        const fs::path relative = fs::path("topologies") / "calibration" / (topology + ".yaml");
+        if (fs::is_regular_file(root / relative, ec)) return {(root / relative).string(), relative.string()};
     }
     return {};
 }
@@ -89,9 +92,11 @@ ModuleRun run_module(const ModuleRunRequest& request, SimulateOptions options) {
     auto order = hlo::parse_device_order(request.device_order, why);
     if (!order) request_error("--device-order", why);
 
-    out.calibration_file =
-        request.calibration.empty() ? topology_calibration(request.topology) : request.calibration;
-    if (!out.calibration_file.empty()) spec.calibration = config::load_calibration_file(out.calibration_file);
+    std::string calibration_path = request.calibration;
+    out.calibration_file = request.calibration;
+    if (request.calibration.empty())
+        std::tie(calibration_path, out.calibration_file) = topology_calibration(request.topology);
+    if (!calibration_path.empty()) spec.calibration = config::load_calibration_file(calibration_path);
 
     out.lowered = hlo::lower_module(module, hlo::LowerOptions{spec.topology, spec.slice, *order});
     spec.mesh = out.lowered.mesh;

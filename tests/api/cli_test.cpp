@@ -145,3 +145,57 @@ TEST_CASE("--shard auto from a Slurm array or a Kubernetes Indexed Job, then mer
     for (const auto& d : dirs) fs::remove_all(d);
     for (const auto& d : {whole, merged, partial, k8s}) fs::remove_all(d);
 }
+
+TEST_CASE("the commands of docs/hlo-import.md print what the page shows") {
+    // Each ```console block: `$ podsim ARGS` then its output, run from the source tree.
+    std::ifstream page(source_path("docs/hlo-import.md"));
+    std::vector<std::string> lines;
+    for (std::string line; std::getline(page, line);) lines.push_back(line);
+    int commands = 0;
+    for (std::size_t i = 0; i + 1 < lines.size(); ++i) {
+        if (lines[i] != "```console" || lines[i + 1].rfind("$ podsim ", 0) != 0) continue;
+        const std::string args = lines[i + 1].substr(9);
+        std::string expected;
+        std::size_t j = i + 2;
+        for (; j < lines.size() && lines[j] != "```"; ++j) expected += lines[j] + "\n";
+        REQUIRE(j < lines.size());
+        const std::string command = fmt::format("cd {} && {} {} 2>&1", source_path(""), PODSIM_BINARY, args);
+        FILE* pipe = ::popen(command.c_str(), "r");
+        REQUIRE(pipe != nullptr);
+        std::string output;
+        std::array<char, 4096> buffer{};
+        while (std::size_t n = std::fread(buffer.data(), 1, buffer.size(), pipe))
+            output.append(buffer.data(), n);
+        CHECK(::pclose(pipe) == 0);
+        CAPTURE(args);
+        CHECK(output == expected);
+        ++commands;
+        i = j;
+    }
+    CHECK(commands >= 1);
+}
+
+TEST_CASE("podsim run takes a compiled module by its content; its options are refused for configs") {
+    const std::string module = source_path("tests/data/xla-truth/hlo/tiny-minimal-dot.hlo.txt.gz");
+    auto json = podsim("run " + module + " --topology nvidia-h200 --format json");
+    REQUIRE(json.code == 0);
+    CHECK(json.output.find("\"schema\": \"podsim.report/v1\"") != std::string::npos);
+    auto dump = podsim("run " + module + " --topology nvidia-h200 --dump program");
+    CHECK(dump.code == 0);
+    CHECK(dump.output.find("loop_convert_fusion.15") != std::string::npos);
+    const fs::path dir = fresh_dir("hlo-trace");
+    fs::create_directories(dir);
+    auto traced = podsim("run " + module + " --topology nvidia-h200 --trace " + (dir / "t.json").string());
+    CHECK(traced.code == 0);
+    CHECK(read(dir / "t.json").find("\"loop_convert_fusion.15\"") != std::string::npos);
+    fs::remove_all(dir);
+    // Options of modules on a config, of configs on a module: exit 2 with the option named.
+    auto topology = podsim("run " + source_path("configs/default.yaml") + " --topology tpu-v4");
+    CHECK(topology.code == 2);
+    CHECK(topology.output.find("--topology") != std::string::npos);
+    auto set = podsim("run " + module + " --set training.global_batch=8");
+    CHECK(set.code == 2);
+    CHECK(set.output.find("--set") != std::string::npos);
+    auto slice = podsim("run " + module + " --topology nvidia-h200 --slice 2x2");
+    CHECK(slice.code == 2);
+}
