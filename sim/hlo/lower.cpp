@@ -20,8 +20,9 @@ using parallel::DeviceOp;
 using parallel::OpCategory;
 using workload::Phase;
 
-// Ops one simulation may hold: a step of this many kernels per device takes minutes to simulate.
-constexpr std::size_t kMaxOps = 4'000'000;
+// Ops one simulation may hold: a step of this many kernels per device takes a minute and gigabytes
+// to simulate.
+constexpr std::size_t kMaxOps = 2'000'000;
 // Memory spaces whose bytes are HBM: 0. On TPU 1 is on-chip VMEM, 5 pinned host memory.
 constexpr std::int64_t kDeviceMemorySpace = 0;
 constexpr std::int64_t kHostMemorySpace = 5;

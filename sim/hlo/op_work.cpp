@@ -56,8 +56,8 @@ Matmul convolution_matmul(const Shape& output, const Shape& kernel, std::int64_t
     const double features = static_cast<double>(
         std::max<std::int64_t>(1, kernel.dims[static_cast<std::size_t>(output_feature_dim)]));
     mm.n = features;
-    mm.m = static_cast<double>(output.elements()) / features;
-    mm.k = static_cast<double>(kernel.elements()) / features;
+    mm.m = output.elements() / features;
+    mm.k = kernel.elements() / features;
     return mm;
 }
 

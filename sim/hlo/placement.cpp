@@ -17,9 +17,17 @@ namespace {
     throw core::UserError(d);
 }
 
-network::Coord coord_of_index(long index, const std::vector<int>& grid) {
+// JAX's device order: the devices of one chip first (v2/v3 cores, the grid's intra-chip dimension),
+// then x fastest, then y, then z.
+network::Coord coord_of_index(long index, const std::vector<int>& grid, int intra_chip) {
     network::Coord c{0, 0, 0, 0};
+    if (intra_chip >= 0) {
+        c[static_cast<std::size_t>(intra_chip)] =
+            static_cast<int>(index % grid[static_cast<std::size_t>(intra_chip)]);
+        index /= grid[static_cast<std::size_t>(intra_chip)];
+    }
     for (std::size_t d = 0; d < grid.size() && d < c.size(); ++d) {
+        if (static_cast<int>(d) == intra_chip) continue;
         c[d] = static_cast<int>(index % grid[d]);
         index /= grid[d];
     }
@@ -64,6 +72,7 @@ Placement::Placement(const hardware::TopologySpec& topology, const hardware::Sli
     : topology_(topology), slice_(hardware::normalized_slice(topology, slice)), devices_(devices) {
     const hardware::SliceShape grid = hardware::device_grid(topology, slice_);
     grid_ = grid.dims;
+    const int intra_chip = hardware::intra_chip_dimension(topology);
     const long slice_devices = hardware::slice_devices(topology, slice_);
     if (devices > slice_devices) {
         placement_error(source, "slice",
@@ -91,7 +100,7 @@ Placement::Placement(const hardware::TopologySpec& topology, const hardware::Sli
         }
         for (std::int64_t i = 0; i < devices; ++i)
             coords_[static_cast<std::size_t>(i)] =
-                coord_of_index(order.list[static_cast<std::size_t>(i)], grid_);
+                coord_of_index(order.list[static_cast<std::size_t>(i)], grid_, intra_chip);
         description_ = "explicit device order";
         mesh_.ici.push_back({"devices", static_cast<int>(devices)});
         return;
@@ -129,7 +138,7 @@ Placement::Placement(const hardware::TopologySpec& topology, const hardware::Sli
         return;
     }
     for (std::int64_t i = 0; i < devices; ++i)
-        coords_[static_cast<std::size_t>(i)] = coord_of_index(static_cast<long>(i), grid_);
+        coords_[static_cast<std::size_t>(i)] = coord_of_index(static_cast<long>(i), grid_, intra_chip);
     description_ = "devices";
     mesh_.ici.push_back({"devices", static_cast<int>(devices)});
 }

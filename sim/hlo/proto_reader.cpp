@@ -23,7 +23,9 @@ std::vector<std::int64_t> integers(Wire& w, int type) {
     return out;
 }
 
-Shape read_shape(Wire w) {
+Shape read_shape(Wire w, int depth = 0) {
+    // Tuples nest at most this deep: XLA's own modules nest two or three levels.
+    if (depth > 64) core::wire_error(w.path(), w.pos(), "tuple shapes nested more than 64 deep");
     Shape s;
     while (!w.done()) {
         auto [f, t] = w.key();
@@ -36,7 +38,7 @@ Shape read_shape(Wire w) {
         } else if (f == 3) {
             w.append_integers(t, s.dims);
         } else if (f == 4 && t == 2) {
-            s.tuple.push_back(read_shape(w.sub()));
+            s.tuple.push_back(read_shape(w.sub(), depth + 1));
         } else if (f == 5 && t == 2) {
             Wire layout = w.sub();
             while (!layout.done()) {

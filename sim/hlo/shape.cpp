@@ -4,9 +4,9 @@
 
 namespace podsim::hlo {
 
-std::int64_t Shape::elements() const {
-    std::int64_t n = 1;
-    for (std::int64_t d : dims) n *= d;
+double Shape::elements() const {
+    double n = 1.0;
+    for (std::int64_t d : dims) n *= static_cast<double>(d);
     return n;
 }
 

@@ -26,7 +26,7 @@ struct Shape {
         return type != ElementType::tuple && type != ElementType::token && type != ElementType::opaque &&
                type != ElementType::invalid;
     }
-    std::int64_t elements() const;
+    double elements() const;  // a double: dimensions of hostile modules overflow 64 bits
     // Bytes the array occupies, its minor dimensions padded to the tile; a tuple's leaves summed.
     double bytes() const;
     // Leaves in order (a non-tuple shape is its own only leaf).

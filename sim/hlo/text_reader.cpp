@@ -170,7 +170,10 @@ class Line {
     bool relative_ = false;
 };
 
-Shape parse_shape(Line& line);
+// Tuples nest at most this deep: XLA's own modules nest two or three levels.
+constexpr int kMaxShapeDepth = 64;
+
+Shape parse_shape(Line& line, int depth = 0);
 
 void parse_layout(Line& line, Shape& shape) {
     // {minor_to_major[:ATTRS]} with ATTRS such as T(8,128)(2,1), S(1), E(4), L(...), D(...).
@@ -206,13 +209,15 @@ void parse_layout(Line& line, Shape& shape) {
     line.expect('}', "to close the layout");
 }
 
-Shape parse_shape(Line& line) {
+Shape parse_shape(Line& line, int depth) {
     Shape shape;
     if (line.eat('(')) {
+        if (depth >= kMaxShapeDepth)
+            line.fail(fmt::format("tuple shapes nested more than {} deep", kMaxShapeDepth));
         shape.type = ElementType::tuple;
         if (line.eat(')')) return shape;
         while (true) {
-            shape.tuple.push_back(parse_shape(line));
+            shape.tuple.push_back(parse_shape(line, depth + 1));
             if (line.eat(')')) return shape;
             line.expect(',', "between the shapes of a tuple");
         }

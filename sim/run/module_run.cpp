@@ -126,7 +126,7 @@ ModuleRun run_module(const ModuleRunRequest& request, SimulateOptions options) {
     spec.model_flops_per_step = request.model_flops;
 
     SimulationCache cache;
-    out.simulation = simulate_program(std::move(out.lowered.program), spec, cache, options);
+    out.simulation = simulate(std::move(out.lowered.program), spec, cache, options);
     out.lowered.program = {};
     out.liveness_peak_bytes = out.simulation.memory.peak_bytes;
     out.memory_source = "liveness";

@@ -103,12 +103,12 @@ struct ProgramSpec {
     long compiled_ops = 0;
 };
 
-// The same pipeline as simulate() from the program on: costs, collective plans, schedule, memory
-// and report. Memory comes from the program's own buffers (memory::profile_buffers) when it lists
-// them, else from profile_memory. Pure, like simulate(); throws core::UserError when one step would
-// not fit podsim's time.
-Simulation simulate_program(parallel::DeviceProgram program, const ProgramSpec& spec, SimulationCache& cache,
-                            SimulateOptions options = {});
+// A program from another source, simulated as a lowered one is from the program on: costs,
+// collective plans, schedule, memory and report. Memory comes from the program's own buffers
+// (memory::profile_buffers) when it lists them, else from profile_memory. Pure, like the spec's
+// simulate(); throws core::UserError when one step would not fit podsim's time.
+Simulation simulate(parallel::DeviceProgram program, const ProgramSpec& spec, SimulationCache& cache,
+                    SimulateOptions options = {});
 
 using SemanticError = parallel::ShardingError;
 

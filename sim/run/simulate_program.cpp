@@ -10,8 +10,8 @@
 
 namespace podsim::run {
 
-Simulation simulate_program(parallel::DeviceProgram program, const ProgramSpec& spec, SimulationCache& cache,
-                            SimulateOptions options) {
+Simulation simulate(parallel::DeviceProgram program, const ProgramSpec& spec, SimulationCache& cache,
+                    SimulateOptions options) {
     Simulation sim;
     sim.program = std::move(program);
     cost::CostModel model(

@@ -1,5 +1,5 @@
 // A compiled module lowered to its per-device program (sim/hlo/lower.cpp) and simulated through the
-// program seam (run::simulate_program): small hand-written modules whose every number is counted
+// program seam (run::simulate): small hand-written modules whose every number is counted
 // here by hand.
 #include <doctest/doctest.h>
 
@@ -37,7 +37,7 @@ run::Simulation simulate(hlo::LoweredModule lowered, const hardware::TopologySpe
     spec.mesh = lowered.mesh;
     spec.runtime.async_collectives = true;
     run::SimulationCache cache;
-    return run::simulate_program(std::move(lowered.program), spec, cache);
+    return run::simulate(std::move(lowered.program), spec, cache);
 }
 
 std::vector<std::string> kernel_names(const parallel::DeviceProgram& p) {
@@ -300,4 +300,23 @@ ENTRY %main (a: bf16[4096,2048], b: bf16[2048,1024], q: bf16[2,512,8,64]) -> f32
     CHECK(pallas.bytes == 1000);
     CHECK_FALSE(pallas.bytes_only);
     CHECK(work.unknown_targets().empty());
+}
+
+TEST_CASE("hlo placement: JAX's device order puts the cores of a v3 chip next to each other") {
+    // A v3 2x2 is 8 devices (2 per chip): ids 0 and 1 are the two cores of chip (0,0), so a group
+    // {0,1} runs over the chip's own link, and {0,2} over x.
+    const auto v3 = topology("tpu-v3");
+    const hlo::Placement placement(v3, *hardware::parse_slice_shape("2x2"), 8, {}, hlo::DeviceOrder{},
+                                   "m.hlo");
+    const int core = hardware::intra_chip_dimension(v3);
+    REQUIRE(core >= 0);
+    const auto cores = placement.parts_of({0, 1});
+    REQUIRE(cores.parts.size() == 1);
+    CHECK(cores.parts[0].dim == core);
+    const auto x = placement.parts_of({0, 2});
+    REQUIRE(x.parts.size() == 1);
+    CHECK(x.parts[0].dim == 0);
+    CHECK(x.exact);
+    // Not evenly spaced: spanned, and said so.
+    CHECK_FALSE(placement.parts_of({0, 2, 3}).exact);
 }

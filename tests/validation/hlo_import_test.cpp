@@ -270,7 +270,7 @@ double harness_step(const Measured& m, const cost::Calibration& calibration) {
     run::ProgramSpec spec = m.spec;
     spec.calibration = calibration;
     run::SimulationCache cache;
-    const run::Simulation sim = run::simulate_program(m.program, spec, cache);
+    const run::Simulation sim = run::simulate(m.program, spec, cache);
     return sim.report.step_time_s + calibration.host_overhead_jax;
 }
 
