@@ -156,10 +156,12 @@ int command_whole_run(const RunOptions& o, const run::RunSpec& spec, const run::
 std::string module_summary(const run::ModuleRun& m) {
     std::string out = fmt::format("\nmodule {} ({}, {} devices, placed by {})\n", m.module_name, m.format,
                                   m.lowered.devices, m.lowered.placement);
-    out += fmt::format("  memory from the {}", m.memory_source);
-    if (m.memory_source != "liveness")
-        out += fmt::format(" (podsim's own liveness: {})", core::format_bytes(m.liveness_peak_bytes));
-    out += "\n";
+    if (m.memory_source == "liveness") {
+        out += "  memory: podsim's liveness of the module's buffers\n";
+    } else {
+        out += fmt::format("  memory: XLA's {} (podsim's own liveness: {})\n", m.memory_source,
+                           core::format_bytes(m.liveness_peak_bytes));
+    }
     if (!m.calibration_file.empty()) out += fmt::format("  calibration: {}\n", m.calibration_file);
     for (const auto& note : m.lowered.notes) out += fmt::format("  note: {}\n", note);
     return out;
