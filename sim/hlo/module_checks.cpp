@@ -117,6 +117,9 @@ class Checker {
                                       inst.tuple_index, to_string(s)));
                 break;
             }
+            case Opcode::copy_start:
+                if (inst.operands.size() != 1) error(c, &inst, "copy-start takes one operand");
+                break;
             case Opcode::async_done:
             case Opcode::async_update:
             case Opcode::all_gather_done:

@@ -320,3 +320,29 @@ TEST_CASE("hlo placement: JAX's device order puts the cores of a v3 chip next to
     // Not evenly spaced: spanned, and said so.
     CHECK_FALSE(placement.parts_of({0, 2, 3}).exact);
 }
+
+TEST_CASE("hlo lowering: a module with any one line removed or duplicated lowers or is a user error") {
+    // What the readers accept, lowering must take without crashing: every damaged variant of the
+    // small modules either lowers and simulates or stops with a located message.
+    const auto v4 = topology("tpu-v4");
+    for (const std::string& text : {std::string(kLoop), gathers(true), gathers(false)}) {
+        std::vector<std::string> lines;
+        std::stringstream in(text);
+        for (std::string line; std::getline(in, line);) lines.push_back(line);
+        for (std::size_t drop = 0; drop < lines.size(); ++drop) {
+            for (const bool duplicate : {false, true}) {
+                std::string damaged;
+                for (std::size_t i = 0; i < lines.size(); ++i) {
+                    if (i != drop || duplicate) damaged += lines[i] + "\n";
+                    if (i == drop && duplicate) damaged += lines[i] + "\n";
+                }
+                CAPTURE(damaged);
+                try {
+                    (void)simulate(lower(damaged, v4, "2x2x4"), v4, "2x2x4");
+                } catch (const core::UserError& e) {
+                    CHECK(!e.diagnostics().empty());
+                }
+            }
+        }
+    }
+}
