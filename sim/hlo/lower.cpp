@@ -353,7 +353,10 @@ class Lowering {
     Value emit_compute(const Computation& c, const Instruction& inst,
                        const std::vector<const Value*>& operands, const std::vector<int>& targets,
                        bool async = false) {
-        const OpWork w = work_.work(c, inst);
+        // Priced once per instruction, however often its loop runs (library calls parse JSON).
+        auto [cached, added] = works_.try_emplace(&inst);
+        if (added) cached->second = work_.work(c, inst);
+        const OpWork& w = cached->second;
         DeviceOp op;
         op.name = name_of(inst);
         op.category = w.flops > 0.0 ? OpCategory::matmul : OpCategory::fusion;
@@ -556,10 +559,13 @@ class Lowering {
         const Shape& source = at(c, inst.operands[0]).shape;
         const bool to_host = output.memory_space == kHostMemorySpace;
         if (!to_host && source.memory_space != kHostMemorySpace) {
-            Instruction copy = inst;
-            copy.opcode = Opcode::copy;
-            copy.shape = output;
-            return emit_compute(c, copy, {&operand}, targets, /*async=*/true);
+            auto [copy, added] = wrapped_.try_emplace(&inst);
+            if (added) {
+                copy->second = inst;
+                copy->second.opcode = Opcode::copy;
+                copy->second.shape = output;
+            }
+            return emit_compute(c, copy->second, {&operand}, targets, /*async=*/true);
         }
         if (transfer_resource_ < 0) {
             p_.resources.push_back(
@@ -851,6 +857,7 @@ class Lowering {
     std::unordered_map<const Instruction*, std::string_view> interned_;
     std::unordered_map<const Instruction*, Instruction> wrapped_;
     std::unordered_map<const Instruction*, Value> constants_;
+    std::unordered_map<const Instruction*, OpWork> works_;
     std::unordered_map<int, std::vector<std::vector<int>>> flows_;
     std::unordered_map<int, std::pair<double, double>> static_work_;
     std::vector<int> axis_resource_;
