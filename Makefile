@@ -2,15 +2,20 @@
 BUILD       ?= build
 ASAN_BUILD  ?= build-asan
 JOBS        ?= $(shell nproc)
-DEPS        := g++ make cmake libyaml-cpp-dev libeigen3-dev libboost-graph-dev libfmt-dev doctest-dev \
-               libcli11-dev nlohmann-json3-dev zlib1g-dev pybind11-dev python3-dev
+# What the podsim executable needs (`make run`); the tests and the Python module add the rest.
+RUN_DEPS    := g++ make cmake libyaml-cpp-dev libeigen3-dev libboost-graph-dev libfmt-dev \
+               libcli11-dev nlohmann-json3-dev zlib1g-dev
+DEPS        := $(RUN_DEPS) doctest-dev pybind11-dev python3-dev
+# `make test` also installs the module with pip into a virtual environment (CTest install) and runs
+# the documentation's pandas example (CTest docs).
+TEST_DEPS   := $(DEPS) python3-venv python3-setuptools python3-wheel python3-pandas
 SUDO        := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 # The sanitizer build uses clang so that the same build also holds the libFuzzer targets.
 CLANG_DEPS  := clang-14 libclang-rt-14-dev
 FUZZ_SECONDS ?= 60
 FUZZ_TARGETS ?=
 
-.PHONY: all deps build run test bench asan-configure sanitize fuzz format format-check golden validation clean notebooks
+.PHONY: all deps run-deps test-deps build run test docs-update bench asan-configure sanitize fuzz format format-check golden validation clean notebooks
 
 all: build
 
@@ -26,15 +31,31 @@ endef
 deps:
 	$(call install_missing,$(DEPS))
 
+run-deps:
+	$(call install_missing,$(RUN_DEPS))
+
+test-deps:
+	$(call install_missing,$(TEST_DEPS))
+
 build: deps
-	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DPODSIM_BUILD_TESTS=ON -DPODSIM_PYTHON=ON
 	cmake --build $(BUILD) -j$(JOBS)
 
-run: build
+# Only the podsim executable and the libraries it links: no tests, fuzz targets, bench or Python
+# module. A build directory configured before keeps its options (a later `make test` builds the rest).
+run: run-deps
+	@[ -f $(BUILD)/CMakeCache.txt ] || \
+	  cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DPODSIM_BUILD_TESTS=OFF -DPODSIM_PYTHON=OFF
+	cmake --build $(BUILD) -j$(JOBS) --target podsim
 	./$(BUILD)/podsim run
 
-test: build
+test: test-deps build
 	ctest --test-dir $(BUILD) --output-on-failure -j$(JOBS)
+
+# Rewrites the outputs shown in README.md and docs/*.md from what their examples print now (review
+# the diff before committing).
+docs-update: build
+	PODSIM_UPDATE_DOCS=1 python3 tests/docs/doc_test.py --build $(BUILD)
 
 bench: build
 	./$(BUILD)/podsim_bench
@@ -52,7 +73,7 @@ sanitize: asan-configure
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --test-dir $(ASAN_BUILD) --output-on-failure -j$(JOBS)
 
 # Runs every fuzz target for FUZZ_SECONDS (default 60) under ASan+UBSan; FUZZ_TARGETS picks some.
-# Fails on any crash, sanitizer report, input over 10 s or over 2 GB (see README, Fuzzing).
+# Fails on any crash, sanitizer report, input over 10 s or over 2 GB (see docs/fuzzing.md).
 fuzz: asan-configure
 	cmake --build $(ASAN_BUILD) -j$(JOBS) --target podsim podsim_fuzz_targets
 	tests/fuzz/run-fuzzers.sh $(ASAN_BUILD) $(FUZZ_SECONDS) $(FUZZ_TARGETS)
@@ -70,7 +91,7 @@ format-check:
 golden: build
 	PODSIM_UPDATE_GOLDEN=1 ./$(BUILD)/tests/podsim_golden_tests
 
-# Regenerates the validation table of README.md.
+# Prints the validation table (docs/validation.md shows it; CTest docs checks it).
 validation: build
 	./$(BUILD)/podsim validate --suite tests/validation --format markdown
 

@@ -27,7 +27,7 @@ def _source(config):
         path = _podsim.default_config_path()
         if not path:
             raise ConfigError("no config given and no configs/default.yaml found "
-                              "(set PODSIM_HOME to the podsim directory)")
+                              "(set PODSIM_HOME to the directory that holds models/, topologies/ and configs/)")
         return path, True, path
     if isinstance(config, Mapping):
         # JSON is YAML; one key per line keeps the line numbers of messages useful.

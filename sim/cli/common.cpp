@@ -1,5 +1,6 @@
 #include "cli/commands.hpp"
 
+#include <filesystem>
 #include <iostream>
 #include <iterator>
 
@@ -14,9 +15,9 @@ std::string resolve_config(const std::string& given) {
     auto fallback = config::default_config_path();
     if (!fallback) {
         core::Diagnostics d;
-        d.error(
-            {"configs/default.yaml", 0, 0}, "",
-            "no config given and no configs/default.yaml found (set PODSIM_HOME to the podsim directory)");
+        d.error({"configs/default.yaml", 0, 0}, "",
+                "no config given and no configs/default.yaml found: " +
+                    config::data_roots_hint(std::filesystem::current_path()));
         throw core::UserError(d);
     }
     return fallback->string();

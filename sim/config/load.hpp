@@ -15,8 +15,12 @@ namespace podsim::config {
 
 // Where bare names (`model: gpt2-2b`, `topology: tpu-v4`) are looked up: directories holding
 // models/ and topologies/. In order: $PODSIM_HOME, the directories above `near` (the config file),
-// the directories above the podsim executable, and the source tree podsim was built from.
+// the directories above the binary holding podsim (the Python extension, the executable), the
+// data directory of the install prefix podsim was configured with, and, for a binary still in its
+// build tree, the source tree. Above each directory D, D/share/podsim counts too (an install prefix).
 std::vector<std::filesystem::path> data_roots(const std::filesystem::path& near);
+// Where data_roots(near) looked, and how to point podsim at its data: for messages.
+std::string data_roots_hint(const std::filesystem::path& near);
 
 // configs/default.yaml of the first data root that has one.
 std::optional<std::filesystem::path> default_config_path();

@@ -14,7 +14,7 @@ namespace podsim::config {
 
 // Which parts of PyTorch/XLA's host work between two executions overlap the previous execution,
 // as the releases did: none; RunPostOrder (pytorch/xla PR 3457); RunPostOrder and FetchTensorData
-// (the PR of ../shared/seeds/002_51be399233f93cc1.txt).
+// (the later PyTorch/XLA pull request that pre-creates FetchTensorData's placeholders).
 enum class Overlap { none, run_post_order, run_post_order_and_fetch };
 
 // How each batch's sequence length is chosen: every batch padded to its own longest sample (a
@@ -22,7 +22,7 @@ enum class Overlap { none, run_post_order, run_post_order_and_fetch };
 enum class Padding { none, bucket, max };
 
 // Where per-step results (predictions, scores) are accumulated during evaluation: on the device
-// (a tensor that grows every step: a new graph every step, as in seed 001), on the host (a
+// (a tensor that grows every step: a new graph every step, as in mmf's UniT evaluation), on the host (a
 // device-to-host transfer per tensor per step), or not at all.
 enum class Accumulate { none, device, host };
 

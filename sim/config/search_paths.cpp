@@ -3,7 +3,10 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include <dlfcn.h>
+
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "config/parse.hpp"
 #include "config/yaml_reader.hpp"
@@ -23,15 +26,47 @@ bool is_data_root(const fs::path& dir) {
     return fs::is_directory(dir / "models", ec) && fs::is_directory(dir / "topologies", ec);
 }
 
+// `dir` itself, or `dir`/share/podsim: the data of a podsim installed under the prefix `dir`.
+void add_root(std::vector<fs::path>& roots, const fs::path& dir) {
+    for (const auto& candidate : {dir, dir / "share" / "podsim"}) {
+        if (is_data_root(candidate) && std::find(roots.begin(), roots.end(), candidate) == roots.end())
+            roots.push_back(candidate);
+    }
+}
+
 void add_ancestors(std::vector<fs::path>& roots, fs::path dir) {
     std::error_code ec;
     dir = fs::weakly_canonical(dir, ec);
     for (int depth = 0; depth < 8 && !dir.empty(); ++depth) {
-        if (is_data_root(dir) && std::find(roots.begin(), roots.end(), dir) == roots.end())
-            roots.push_back(dir);
+        add_root(roots, dir);
         if (dir == dir.parent_path()) break;
         dir = dir.parent_path();
     }
+}
+
+// The files holding this code: the shared object it is linked into (the Python extension), then
+// the executable. An installed podsim finds its data from where it was installed.
+std::vector<fs::path> own_binaries() {
+    std::vector<fs::path> binaries;
+    std::error_code ec;
+    fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+    if (ec) exe.clear();
+    Dl_info info{};
+    if (dladdr(reinterpret_cast<const void*>(&own_binaries), &info) != 0 && info.dli_fname != nullptr) {
+        fs::path object = fs::weakly_canonical(info.dli_fname, ec);
+        // For code in the executable itself, dli_fname is empty or argv[0]: /proc/self/exe says it.
+        if (!ec && fs::is_regular_file(object, ec) && (exe.empty() || !fs::equivalent(object, exe, ec)))
+            binaries.push_back(object);
+    }
+    if (!exe.empty()) binaries.push_back(exe);
+    return binaries;
+}
+
+bool inside(const fs::path& file, const fs::path& dir) {
+    std::error_code ec;
+    fs::path canonical_dir = fs::weakly_canonical(dir, ec);
+    auto [end, _] = std::mismatch(canonical_dir.begin(), canonical_dir.end(), file.begin(), file.end());
+    return !ec && end == canonical_dir.end();
 }
 
 }  // namespace
@@ -78,7 +113,7 @@ std::optional<fs::path> resolve_reference(const MapReader& r, const std::string&
                                       kind == "models" ? "model" : "topology", *value, kind, *value);
     if (auto hint = core::closest_match(*value, known))
         message += fmt::format(" (did you mean '{}'?)", *hint);
-    r.error(key, message);
+    r.error(key, message + "; " + data_roots_hint(base_dir));
     return std::nullopt;
 }
 
@@ -92,13 +127,46 @@ std::vector<fs::path> data_roots(const fs::path& near) {
     std::vector<fs::path> roots;
     if (const char* home = std::getenv("PODSIM_HOME"); home && *home) add_ancestors(roots, home);
     if (!near.empty()) add_ancestors(roots, fs::is_directory(near) ? near : near.parent_path());
-    std::error_code ec;
-    fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-    if (!ec) add_ancestors(roots, exe.parent_path());
-#ifdef PODSIM_SOURCE_DIR
-    add_ancestors(roots, PODSIM_SOURCE_DIR);
+    auto binaries = own_binaries();
+    for (const auto& binary : binaries) add_ancestors(roots, binary.parent_path());
+#ifdef PODSIM_INSTALL_DATA_DIR
+    add_root(roots, PODSIM_INSTALL_DATA_DIR);
+#endif
+#if defined(PODSIM_SOURCE_DIR) && defined(PODSIM_BINARY_DIR)
+    // The source tree only for binaries still in the build tree: an installed podsim must not
+    // depend on the checkout it was built from.
+    for (const auto& binary : binaries) {
+        if (inside(binary, PODSIM_BINARY_DIR)) {
+            add_ancestors(roots, PODSIM_SOURCE_DIR);
+            break;
+        }
+    }
 #endif
     return roots;
+}
+
+std::string data_roots_hint(const fs::path& near) {
+    auto roots = data_roots(near);
+    std::vector<std::string> places;
+    auto add = [&](const fs::path& dir) {
+        std::error_code ec;
+        std::string place = fs::weakly_canonical(dir.empty() ? fs::path(".") : dir, ec).string();
+        if (std::find(places.begin(), places.end(), place) == places.end()) places.push_back(place);
+    };
+    std::string where;
+    if (roots.empty()) {
+        add(near);
+        for (const auto& binary : own_binaries()) add(binary.parent_path());
+        where = "found no directory holding models/ and topologies/ above " +
+                fmt::format("{}", fmt::join(places, ", "));
+#ifdef PODSIM_INSTALL_DATA_DIR
+        where += fmt::format(" or in {}", PODSIM_INSTALL_DATA_DIR);
+#endif
+    } else {
+        for (const auto& root : roots) add(root);
+        where = fmt::format("looked in {}", fmt::join(places, ", "));
+    }
+    return where + "; set PODSIM_HOME to the directory that holds models/ and topologies/";
 }
 
 std::optional<fs::path> default_config_path() {
@@ -124,7 +192,7 @@ hardware::TopologySpec load_topology(const std::string& name_or_path) {
     std::string message = fmt::format("unknown topology '{}'", name_or_path);
     if (auto hint = core::closest_match(name_or_path, known))
         message += fmt::format(" (did you mean '{}'?)", *hint);
-    d.error({"--topology", 0, 0}, "", message);
+    d.error({"--topology", 0, 0}, "", message + "; " + data_roots_hint(fs::current_path()));
     throw core::UserError(d);
 }
 

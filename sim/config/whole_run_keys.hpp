@@ -192,9 +192,9 @@ inline constexpr core::Key kWholeRunKeys[] = {
      .kind = KeyKind::choice,
      .choices = kOverlapNames,
      .default_note = "run_post_order_and_fetch (PyTorch/XLA only)",
-     .help =
-         "PyTorch/XLA host work overlapping the previous execution: none (before pytorch/xla PR 3457), "
-         "RunPostOrder (PR 3457), RunPostOrder and FetchTensorData (the PR of seed 002; current releases)"},
+     .help = "PyTorch/XLA host work overlapping the previous execution: none (before pytorch/xla PR 3457), "
+             "RunPostOrder (PR 3457), RunPostOrder and FetchTensorData (the FetchTensorData PR; current "
+             "releases)"},
     {.path = "whole_run.steady_window",
      .kind = KeyKind::integer,
      .unit = "steps",

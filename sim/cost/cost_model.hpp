@@ -27,7 +27,7 @@ struct CostContext {
     core::DType compute_dtype = core::DType::bf16;
 };
 
-// Roofline per fused op (DESIGN.md §3):
+// Roofline per fused op:
 //   time = max(padded FLOPs / (peak * mxu_efficiency * shape factor),
 //              bytes / (hbm_bandwidth * hbm_efficiency)) + op_overhead
 // The shape factor depends on the matmul's narrowest dimension (matmul_shape.hpp).

@@ -58,7 +58,7 @@ RunSpec load_run(const std::string& path, const std::vector<Override>& overrides
 RunSpec load_run_text(const std::string& yaml_text, const std::vector<Override>& overrides = {},
                       const std::string& name = "<text>", const std::filesystem::path& base_dir = {});
 
-// configs/default.yaml of the podsim tree (PODSIM_HOME, or the tree podsim was built from).
+// configs/default.yaml of the first data directory config::data_roots finds (PODSIM_HOME, the install).
 std::optional<std::filesystem::path> default_config_path();
 
 // ------------------------------------------------------------------ simulating

@@ -37,7 +37,7 @@ struct ReportInput {
     const std::vector<scheduler::Splice>* splices = nullptr;
 };
 
-// Model FLOPs per step, DESIGN.md §3: 6·N·tokens, plus 12·L·S·(heads·head_dim) per token when
+// Model FLOPs per step: 6·N·tokens, plus 12·L·S·(heads·head_dim) per token when
 // attention is counted (PaLM, Chowdhery et al. 2022, appendix B).
 double model_flops_per_step(const workload::ModelSpec& model, const workload::TrainingSpec& training,
                             bool with_attention);

@@ -34,7 +34,7 @@ struct MemoryReport {
     double peak_time_s = 0.0;
 };
 
-// Everything `podsim run` reports (schema podsim.report/v1, DESIGN.md §5).
+// Everything `podsim run` reports (schema podsim.report/v1).
 struct RunReport {
     std::string name;
     std::string model;

@@ -25,7 +25,7 @@
 
 namespace podsim::run {
 
-// Every stage's output, so that each can be dumped and tested on its own (DESIGN.md §2).
+// Every stage's output, so that each can be dumped and tested on its own.
 struct Simulation {
     std::shared_ptr<const workload::OpGraph> graph;  // the unsharded step, before partitioning
     std::vector<network::AxisMapping> mapping;

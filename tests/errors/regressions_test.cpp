@@ -1,4 +1,4 @@
-// The fuzz findings of issue 11 (tests/fuzz/regressions) through the command line, as a user runs
+// The fuzz findings (tests/fuzz/regressions) through the command line, as a user runs
 // them: each must end with exit 0 and a report, or exit 2 and a `FILE:...: error:` message, within
 // 10 s of CPU time and 2 GB of address space. CPU time, not wall time: on a loaded 2-core CI machine
 // an ASan build's wall time says more about the load than about podsim.

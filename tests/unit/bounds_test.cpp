@@ -1,4 +1,4 @@
-// Bounded work and checked arithmetic (issue 11): limits that turn hostile or unlucky input into a
+// Bounded work and checked arithmetic: limits that turn hostile or unlucky input into a
 // clear error instead of a crash, a hang or a wrong number.
 #include <doctest/doctest.h>
 

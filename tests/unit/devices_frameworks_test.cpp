@@ -137,7 +137,7 @@ TEST_CASE("Llama-2-70B fsdp 32 x tensor 4 on v4-256 fits host RAM under SPMD, no
     CHECK(spmd.host_peak_bytes / kGiB == doctest::Approx(256.96).epsilon(0.001));
     CHECK(spmd.host_fits);
     CHECK(spmd.memory.fits);
-    // The same run as multi-process PyTorch/XLA: 4 processes per host, 4 copies (issue 10: 1027.83 GiB).
+    // The same run as multi-process PyTorch/XLA: 4 processes per host, 4 copies (1027.83 GiB).
     spec.runtime.framework = parallel::Framework::pytorch_xla;
     auto multi = run::simulate(spec).report;
     CHECK(multi.host_peak_bytes / kGiB == doctest::Approx(1027.83).epsilon(0.001));

@@ -31,7 +31,7 @@ TEST_CASE("published end-to-end measurements") {
     REQUIRE(cases.size() >= 8);
     auto results = podsim::profile::evaluate_suite(cases);
     check(results);
-    // Every end-to-end case predicted without itself in any fit (issue 10): the median error of
+    // Every end-to-end case predicted without itself in any fit: the median error of
     // those predictions stays within 8%.
     CHECK(podsim::profile::left_out_median(results) <= 0.08);
     // A fitted parameter is re-fitted without the case: with two or more cases behind a parameter,
