@@ -92,7 +92,7 @@ void bench_sweep(const std::string& label, const std::string& relative) {
 }
 
 // A compiled XLA module read (gunzipped and parsed), lowered and simulated: what `podsim run
-// MODULE` does, in this process. The bound is issue-level: an unrolled step within 1 s, a scanned
+// MODULE` does, in this process. Its speed targets: an unrolled step within 1 s, a scanned
 // one within 100 ms.
 void bench_module(const std::string& label, const std::string& relative, int repeats, double bound_s) {
     podsim::run::ModuleRunRequest request;

@@ -20,7 +20,7 @@ struct LowerOptions {
 };
 
 // A compiled module as one device runs it: the per-device program the scheduler, memory and report
-// consume (the seam of DESIGN.md §10), with what the module says about itself.
+// consume (the seam native lowering also feeds), with what the module says about itself.
 struct LoweredModule {
     parallel::DeviceProgram program;
     std::int64_t devices = 1;       // the module's devices (partitions x replicas)

@@ -80,7 +80,7 @@ struct NetworkPlace {
 scheduler::NetworkInput plan_network(const NetworkPlace& place, Simulation& sim, SimulationCache& cache,
                                      const SimulateOptions& options);
 
-// A per-device program from another source than a run spec (DESIGN.md §10: an imported XLA module),
+// A per-device program from another source than a run spec (an imported XLA module),
 // and what simulating it needs: where it runs, how, and what the report says about it.
 struct ProgramSpec {
     std::string name;    // the report's name

@@ -53,6 +53,51 @@ double relative(double value, double truth) {
     return value / truth - 1.0;
 }
 
+// The lines of docs/hlo-import.md under `heading`, up to the next heading of its level or above.
+std::vector<std::string> doc_section(const std::string& heading) {
+    std::ifstream doc(source_path("docs/hlo-import.md"));
+    const std::size_t level = heading.find(' ');
+    std::vector<std::string> out;
+    bool inside = false;
+    for (std::string line; std::getline(doc, line);) {
+        if (inside && line.rfind('#', 0) == 0 && line.find(' ') <= level) break;
+        if (inside) out.push_back(line);
+        if (line == heading) inside = true;
+    }
+    REQUIRE_MESSAGE(inside, "docs/hlo-import.md has no " << heading);
+    return out;
+}
+
+// A Markdown table of the document: the row of each module shows the figures computed here, in
+// order, each to the digits it shows (thousands separators allowed).
+void check_doc_table(const std::vector<std::string>& lines,
+                     const std::map<std::string, std::vector<double>>& rows) {
+    const std::regex row(R"(^\| ([a-z0-9-]+) \|(.*)\|$)"), number(R"([-+]?[\d,]*\d(\.\d+)?)");
+    std::size_t shown = 0;
+    for (const std::string& line : lines) {
+        std::smatch m;
+        if (!std::regex_search(line, m, row) || !rows.count(m[1])) continue;
+        const std::string name = m[1], cells = m[2];
+        CAPTURE(name);
+        std::vector<std::pair<double, double>> figures;  // value, half a unit of its last digit
+        for (std::sregex_iterator it(cells.begin(), cells.end(), number), end; it != end; ++it) {
+            std::string text = (*it)[0];
+            text.erase(std::remove(text.begin(), text.end(), ','), text.end());
+            const auto dot = text.find('.');
+            const int decimals = dot == std::string::npos ? 0 : static_cast<int>(text.size() - dot - 1);
+            figures.emplace_back(std::stod(text), 0.5 * std::pow(10.0, -decimals) + 1e-9);
+        }
+        const std::vector<double>& want = rows.at(name);
+        REQUIRE(figures.size() == want.size());
+        for (std::size_t k = 0; k < want.size(); ++k) {
+            CAPTURE(k);
+            CHECK(std::fabs(figures[k].first - want[k]) <= figures[k].second);
+        }
+        ++shown;
+    }
+    CHECK(shown == rows.size());
+}
+
 double median(std::vector<double> v) {
     std::sort(v.begin(), v.end());
     const std::size_t n = v.size();
@@ -106,22 +151,28 @@ TEST_CASE("hlo import: memory against XLA's peak") {
     const run::ModuleRun proto = run_on(
         source_path(kTruth + "dump-1b-b8-minimal-flash/after_optimizations.hlo.pb.gz"), "nvidia-h200", "1");
     const double xla_peak = flash["memory_analysis"]["peak_memory_in_bytes"].get<double>();
+    std::cout << fmt::format("\nmemory from the buffer assignment: podsim {:.0f}, XLA {:.0f} bytes\n",
+                             proto.simulation.report.memory.peak_bytes, xla_peak);
     CHECK(proto.memory_source == "buffer assignment");
     CHECK(std::fabs(relative(proto.simulation.report.memory.peak_bytes, xla_peak)) <= 0.001);
 
     // From the text alone: podsim's liveness of the module's buffers over the simulated schedule,
     // within 5% of XLA's peak on every single-device module (those that ran out of memory too).
     std::cout << "\nmemory: podsim's liveness against XLA's peak_memory_in_bytes\n";
+    std::map<std::string, std::vector<double>> memory_rows;
     for (const auto& r : records("gpu.jsonl")) {
         const run::ModuleRun m = run_on(module_path(r["name"]), "nvidia-h200", "1");
         const double truth = r["memory_analysis"]["peak_memory_in_bytes"].get<double>();
         const double error = relative(m.simulation.report.memory.peak_bytes, truth);
         std::cout << fmt::format("  {:<28} {:>16.0f} {:>16.0f} {:+.4f}%\n", r["name"].get<std::string>(),
                                  m.simulation.report.memory.peak_bytes, truth, 100.0 * error);
+        memory_rows[r["name"]] = {truth, m.simulation.report.memory.peak_bytes, 100.0 * error};
         CAPTURE(r["name"].get<std::string>());
         CHECK(m.memory_source == "liveness");
         CHECK(std::fabs(error) <= 0.05);
     }
+    // docs/hlo-import.md shows these figures (XLA's peak, podsim's, the error).
+    check_doc_table(doc_section("### Memory"), memory_rows);
 }
 
 TEST_CASE("hlo import: the module's FLOPs are the native lowering's") {
@@ -361,6 +412,7 @@ TEST_CASE("hlo import: step time on nvidia-h200 against the measured steps, left
     std::cout << fmt::format("  {:<28} {:>11} {:>11} {:>8} {:>11} {:>8}  left-out fit\n", "module",
                              "measured", "fitted", "error", "left out", "error");
     std::vector<double> left_out;
+    std::map<std::string, std::vector<double>> rows;  // module -> the figures docs/hlo-import.md shows
     for (const auto& c : cases) {
         std::vector<const Measured*> others;
         for (const auto& o : cases)
@@ -373,6 +425,13 @@ TEST_CASE("hlo import: step time on nvidia-h200 against the measured steps, left
             "  {:<28} {:>9.3f}ms {:>9.3f}ms {:>+7.1f}% {:>9.3f}ms {:>+7.1f}%  {:.3f} {:.3f}\n", c.name,
             1e3 * c.step_s, 1e3 * in, 100.0 * relative(in, c.step_s), 1e3 * out,
             100.0 * relative(out, c.step_s), without.mxu_efficiency, without.hbm_efficiency);
+        rows[c.name] = {1e3 * c.step_s,
+                        1e3 * in,
+                        100.0 * relative(in, c.step_s),
+                        1e3 * out,
+                        100.0 * relative(out, c.step_s),
+                        without.mxu_efficiency,
+                        without.hbm_efficiency};
     }
     const double med = median(left_out), worst = *std::max_element(left_out.begin(), left_out.end());
     std::cout << fmt::format("  left out one at a time: median {:.1f}%, worst {:.1f}%\n", 100.0 * med,
@@ -385,4 +444,19 @@ TEST_CASE("hlo import: step time on nvidia-h200 against the measured steps, left
         config::load_calibration_file(source_path("topologies/calibration/nvidia-h200.yaml"));
     CHECK(shipped.mxu_efficiency == doctest::Approx(everything.mxu_efficiency).epsilon(0.005).scale(0.0));
     CHECK(shipped.hbm_efficiency == doctest::Approx(everything.hbm_efficiency).epsilon(0.005).scale(0.0));
+
+    // docs/hlo-import.md shows this table: each figure as computed here, to the digits it shows.
+    const std::vector<std::string> section = doc_section("## Calibration on GPUs");
+    check_doc_table(section, rows);
+    bool summary = false;
+    for (const std::string& line : section) {
+        std::smatch m;
+        if (!std::regex_search(line, m,
+                               std::regex(R"(^Left out one at a time: median ([\d.]+)%, worst ([\d.]+)%)")))
+            continue;
+        CHECK(std::fabs(std::stod(m[1]) - 100.0 * med) <= 0.05 + 1e-9);  // shown to 0.1%
+        CHECK(std::fabs(std::stod(m[2]) - 100.0 * worst) <= 0.05 + 1e-9);
+        summary = true;
+    }
+    CHECK(summary);
 }
