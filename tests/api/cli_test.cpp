@@ -146,35 +146,6 @@ TEST_CASE("--shard auto from a Slurm array or a Kubernetes Indexed Job, then mer
     for (const auto& d : {whole, merged, partial, k8s}) fs::remove_all(d);
 }
 
-TEST_CASE("the commands of docs/hlo-import.md print what the page shows") {
-    // Each ```console block: `$ podsim ARGS` then its output, run from the source tree.
-    std::ifstream page(source_path("docs/hlo-import.md"));
-    std::vector<std::string> lines;
-    for (std::string line; std::getline(page, line);) lines.push_back(line);
-    int commands = 0;
-    for (std::size_t i = 0; i + 1 < lines.size(); ++i) {
-        if (lines[i] != "```console" || lines[i + 1].rfind("$ podsim ", 0) != 0) continue;
-        const std::string args = lines[i + 1].substr(9);
-        std::string expected;
-        std::size_t j = i + 2;
-        for (; j < lines.size() && lines[j] != "```"; ++j) expected += lines[j] + "\n";
-        REQUIRE(j < lines.size());
-        const std::string command = fmt::format("cd {} && {} {} 2>&1", source_path(""), PODSIM_BINARY, args);
-        FILE* pipe = ::popen(command.c_str(), "r");
-        REQUIRE(pipe != nullptr);
-        std::string output;
-        std::array<char, 4096> buffer{};
-        while (std::size_t n = std::fread(buffer.data(), 1, buffer.size(), pipe))
-            output.append(buffer.data(), n);
-        CHECK(::pclose(pipe) == 0);
-        CAPTURE(args);
-        CHECK(output == expected);
-        ++commands;
-        i = j;
-    }
-    CHECK(commands >= 1);
-}
-
 TEST_CASE("podsim run takes a compiled module by its content; its options are refused for configs") {
     const std::string module = source_path("tests/data/xla-truth/hlo/tiny-minimal-dot.hlo.txt.gz");
     auto json = podsim("run " + module + " --topology nvidia-h200 --format json");
