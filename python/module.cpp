@@ -85,6 +85,12 @@ PYBIND11_MODULE(_podsim, m) {
            bool trace) {
             py::gil_scoped_release release;
             podsim::RunSpec spec = load(source, is_file, name, overrides);
+            if (spec.whole_run) {
+                // A run of many steps: its document, as `podsim run --format json` prints it.
+                const podsim::WholeRun whole = podsim::simulate_whole_run(spec);
+                return std::make_pair(podsim::whole_run_json(whole),
+                                      trace ? podsim::whole_run_trace(whole) : std::string());
+            }
             podsim::Simulation simulation = podsim::simulate(spec, podsim::SimulateOptions{.fold = !trace});
             return std::make_pair(podsim::report_json(simulation.report),
                                   trace ? podsim::chrome_trace(spec, simulation) : std::string());

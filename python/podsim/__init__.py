@@ -54,7 +54,9 @@ def _overrides(overrides):
 
 
 def run(config=None, /, **overrides):
-    """Simulates one training step and returns the report (schema podsim.report/v1) as a dict.
+    """Simulates one training step and returns the report (schema podsim.report/v1) as a dict; a
+    config with a whole_run: block returns its run of many steps (schema podsim.whole-run/v1), as
+    `podsim run --format json` does.
 
     config: a dict, YAML text, or a path (str or os.PathLike); None means configs/default.yaml.
     overrides: dotted paths of the run config, as `podsim run --set` and sweep axes name them:
@@ -66,7 +68,8 @@ def run(config=None, /, **overrides):
 
 
 def trace(config=None, /, **overrides):
-    """The Chrome trace (Perfetto) of the simulated step as a dict: `podsim run --trace`."""
+    """The Chrome trace (Perfetto) of the simulated step (of the whole run with whole_run:) as a dict:
+    `podsim run --trace`."""
     _, chrome_trace = _podsim.run(*_source(config), _overrides(overrides), True)
     return json.loads(chrome_trace)
 

@@ -164,6 +164,43 @@ class SweepTest(unittest.TestCase):
         self.assertIn("did you mean 'training.per_chip_batch'?", str(caught.exception))
 
 
+    def test_jobs_are_capped_not_fatal(self):
+        # One thread per job for a 6-config sweep used to end the interpreter (std::system_error
+        # from thread creation, then std::terminate).
+        expected = podsim.sweep(self.SWEEP, jobs=1)
+        if not isinstance(expected, list):
+            expected = expected.to_dict("records")
+        for jobs in (60000, 10**6, 2**31 - 1):
+            rows = podsim.sweep(self.SWEEP, jobs=jobs)
+            if not isinstance(rows, list):
+                rows = rows.to_dict("records")
+            self.assertEqual([r["step_time_s"] for r in rows], [r["step_time_s"] for r in expected])
+        with self.assertRaises(podsim.ConfigError) as caught:
+            podsim.sweep(self.SWEEP, jobs=-5)
+        self.assertIn("jobs", str(caught.exception))
+
+
+class WholeRunTest(unittest.TestCase):
+    CONFIG = ROOT / "configs" / "unit-qnli-train.yaml"
+
+    def test_a_whole_run_config_returns_the_whole_run_document(self):
+        document = podsim.run(self.CONFIG)
+        self.assertEqual(document["schema"], "podsim.whole-run/v1")
+        self.assertGreater(document["train_steps"], 0)
+        self.assertGreater(document["run_time_s"], 0)
+        if PODSIM:
+            cli = subprocess.run([PODSIM, "run", str(self.CONFIG), "--format", "json"], check=True,
+                                 capture_output=True, text=True).stdout
+            self.assertEqual(document, json.loads(cli))
+        trace = podsim.trace(self.CONFIG)
+        self.assertTrue(any(e.get("name", "").startswith("ProfilerStep#") for e in trace["traceEvents"]))
+
+    def test_a_run_too_long_to_represent_is_a_config_error(self):
+        with self.assertRaises(podsim.ConfigError) as caught:
+            podsim.run(self.CONFIG, **{"whole_run.train_steps": 2**31 - 1})
+        self.assertIn("longer than podsim", str(caught.exception))
+
+
 class CollectiveExplainValidateTest(unittest.TestCase):
     def test_collective(self):
         r = podsim.collective("4x4x4", mesh={"fsdp": 16, "tensor": 4}, axis="fsdp", bytes="64MiB")

@@ -28,6 +28,7 @@
 #include "run/simulate.hpp"
 #include "sweep/shard.hpp"
 #include "sweep/sweep_runner.hpp"
+#include "training_run/whole_run.hpp"
 
 namespace podsim {
 
@@ -84,6 +85,16 @@ ModuleRun run_module(const ModuleRunRequest& request, SimulateOptions options = 
 bool is_module_file(const std::string& path);
 // Chrome trace (Perfetto) of a simulated module: one span per HLO instruction run.
 std::string module_trace(const ModuleRun& run);
+
+// ------------------------------------------------------------------ whole runs
+
+using WholeRun = training_run::WholeRun;
+// The run of many steps a config's whole_run: block describes (ConfigError without one).
+WholeRun simulate_whole_run(const RunSpec& spec);
+// As `podsim run --format json` writes it for such a config (schema podsim.whole-run/v1), and the
+// Chrome trace `podsim run --trace` writes.
+std::string whole_run_json(const WholeRun& run);
+std::string whole_run_trace(const WholeRun& run);
 
 // ------------------------------------------------------------------ collectives
 

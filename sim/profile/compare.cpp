@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <optional>
 #include <set>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <nlohmann/json.hpp>
 
@@ -74,6 +76,39 @@ Comparison compare(const report::RunReport& predicted, const MeasuredProfile& me
         pred["compile"] = predicted.recompile_every_step
                               ? predicted.compile_time_s
                               : predicted.compile_time_s / std::max(1, measured.steps);
+    }
+    // A profile of something else (another model, mesh or kind of step): a category that is a large
+    // part of one side's step and absent from the other's says so, whatever the times.
+    {
+        constexpr double kLargePart = 0.10;
+        static const char* kTelling[] = {"matmul",     "all-gather", "reduce-scatter",
+                                         "all-reduce", "all-to-all", "collective-permute"};
+        double predicted_total = 0.0, measured_total = 0.0;
+        for (const auto& [k, v] : pred) predicted_total += v;
+        for (const auto& [k, v] : measured.category_s) measured_total += v;
+        const bool has_categories = std::any_of(std::begin(kTelling), std::end(kTelling), [&](const char* k) {
+            return measured.category_s.count(k) > 0 || measured.category_s.count("fusion") > 0;
+        });
+        std::vector<std::string> differs;
+        for (const char* k : kTelling) {
+            if (!has_categories || predicted_total <= 0 || measured_total <= 0) break;
+            const double p = pred.count(k) ? pred.at(k) : 0.0;
+            auto it = measured.category_s.find(k);
+            const double m = it != measured.category_s.end() ? it->second : 0.0;
+            if (p >= kLargePart * predicted_total && m <= 0)
+                differs.push_back(
+                    fmt::format("{} is {:.0f}% of the predicted step but absent from the profile", k,
+                                100 * p / predicted_total));
+            if (m >= kLargePart * measured_total && p <= 0)
+                differs.push_back(fmt::format("{} is {:.0f}% of the profile's step but the config has none",
+                                              k, 100 * m / measured_total));
+        }
+        if (!differs.empty())
+            c.notes.push_back(
+                fmt::format("warning: the profile does not look like a run of this config: {}. Check that it "
+                            "was measured "
+                            "with the config's model, batch, mesh and slice",
+                            fmt::join(differs, "; ")));
     }
     std::set<std::string> categories;
     // A compiled module has memory and no times: nothing to hold the categories against.

@@ -211,7 +211,9 @@ bool foldable(const RunSpec& spec, const SimulateOptions& options, int layers_cu
 
 }  // namespace
 
-Simulation simulate(const RunSpec& spec, SimulationCache& cache, SimulateOptions options) {
+namespace {
+
+Simulation simulate_unchecked(const RunSpec& spec, SimulationCache& cache, SimulateOptions options) {
     const auto& mapping = cache.mesh_axes(spec.topology, spec.slice, spec.mesh);
     if (const auto* error = std::get_if<std::string>(&mapping)) {
         core::Diagnostics d;
@@ -280,6 +282,22 @@ Simulation simulate(const RunSpec& spec, SimulationCache& cache, SimulateOptions
             return simulate_with(spec, runtime, lowered, axes, cache, options);
         },
         [](const parallel::DeviceProgram& program) { return memory::least_peak_bytes(program); });
+}
+
+}  // namespace
+
+Simulation simulate(const RunSpec& spec, SimulationCache& cache, SimulateOptions options) {
+    try {
+        return simulate_unchecked(spec, cache, options);
+    } catch (const core::TimeOverflow& e) {
+        // Anywhere in the pipeline: planning a collective on a link of 1e-300 Gb/s, scheduling.
+        core::Diagnostics d;
+        d.error({spec.source, 0, 0}, "",
+                fmt::format("cannot simulate this config: {}; one step would last longer than podsim "
+                            "can represent (check sizes, bandwidths and runtime.host_overhead)",
+                            e.what()));
+        throw core::UserError(d);
+    }
 }
 
 }  // namespace podsim::run

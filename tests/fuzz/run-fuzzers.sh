@@ -15,8 +15,8 @@ seconds=${2:?usage: run-fuzzers.sh BUILD SECONDS [TARGET...]}
 shift 2
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-  targets=(run_config model topology sweep validation profile chrome_trace xplane hlo_op_stats
-           xla_metrics nvtx chakra pod_viewer hlo_proto hlo)
+  targets=(run_config whole_run dump resume model topology sweep validation profile chrome_trace xplane
+           hlo_op_stats xla_metrics nvtx chakra pod_viewer hlo_proto hlo)
 fi
 work=$build/fuzz
 seeds=$work/seeds
@@ -35,6 +35,8 @@ seed() {  # seed TARGET FILE...
   done
 }
 seed run_config configs/*.yaml tests/validation/*.yaml
+seed whole_run configs/*.yaml tests/validation/*.yaml tests/fuzz/regressions/run_config/*
+seed dump configs/*.yaml tests/fuzz/regressions/run_config/*
 seed model models/*.yaml
 seed topology topologies/*.yaml
 seed sweep configs/sweeps/*.yaml

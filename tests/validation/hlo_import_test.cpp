@@ -8,6 +8,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <regex>
 
 #include <fmt/format.h>
@@ -32,6 +33,14 @@ std::vector<nlohmann::json> records(const std::string& file) {
     std::ifstream in(source_path(kTruth + file));
     for (std::string line; std::getline(in, line);)
         if (!line.empty()) out.push_back(nlohmann::json::parse(line));
+    return out;
+}
+
+// Every single-device step: those the GPU calibration was fitted on (gpu.jsonl), then the families
+// measured after it (gpu-families.jsonl: GPT-2, ViT, bigger Llama batches, host offload).
+std::vector<nlohmann::json> single_device() {
+    std::vector<nlohmann::json> out = records("gpu.jsonl");
+    for (auto& r : records("gpu-families.jsonl")) out.push_back(std::move(r));
     return out;
 }
 
@@ -72,7 +81,7 @@ std::vector<std::string> doc_section(const std::string& heading) {
 // order, each to the digits it shows (thousands separators allowed).
 void check_doc_table(const std::vector<std::string>& lines,
                      const std::map<std::string, std::vector<double>>& rows) {
-    const std::regex row(R"(^\| ([a-z0-9-]+) \|(.*)\|$)"), number(R"([-+]?[\d,]*\d(\.\d+)?)");
+    const std::regex row(R"(^\| ([a-z0-9-]+)(?: \*)? \|(.*)\|$)"), number(R"([-+]?[\d,]*\d(\.\d+)?)");
     std::size_t shown = 0;
     for (const std::string& line : lines) {
         std::smatch m;
@@ -107,7 +116,7 @@ double median(std::vector<double> v) {
 }  // namespace
 
 TEST_CASE("hlo import: every fixture module simulates, text and proto") {
-    for (const auto& r : records("gpu.jsonl")) {
+    for (const auto& r : single_device()) {
         const run::ModuleRun m = run_on(module_path(r["name"]), "nvidia-h200", "1");
         CAPTURE(r["name"].get<std::string>());
         CHECK(m.simulation.report.step_time_s > 0.0);
@@ -160,7 +169,7 @@ TEST_CASE("hlo import: memory against XLA's peak") {
     // within 5% of XLA's peak on every single-device module (those that ran out of memory too).
     std::cout << "\nmemory: podsim's liveness against XLA's peak_memory_in_bytes\n";
     std::map<std::string, std::vector<double>> memory_rows;
-    for (const auto& r : records("gpu.jsonl")) {
+    for (const auto& r : single_device()) {
         const run::ModuleRun m = run_on(module_path(r["name"]), "nvidia-h200", "1");
         const double truth = r["memory_analysis"]["peak_memory_in_bytes"].get<double>();
         const double error = relative(m.simulation.report.memory.peak_bytes, truth);
@@ -179,7 +188,7 @@ TEST_CASE("hlo import: the module's FLOPs are the native lowering's") {
     // The dot-attention steps (einsum attention: every FLOP is a dot in the module) against podsim's
     // own lowering of the same config: executed FLOPs, every loop iteration counted, within 2%.
     int compared = 0;
-    for (const auto& r : records("gpu.jsonl")) {
+    for (const auto& r : single_device()) {
         const std::string name = r["name"];
         const std::string config = kTruth + "podsim/run-" + name + ".yaml";
         if (r["attn"] != "dot" || !std::filesystem::exists(source_path(config))) continue;
@@ -459,4 +468,65 @@ TEST_CASE("hlo import: step time on nvidia-h200 against the measured steps, left
         summary = true;
     }
     CHECK(summary);
+
+    // The steps measured after the fit: each predicted by the calibration as shipped (fitted without
+    // them), and by a fit over every other step that ran, these included.
+    // An expected miss, outside the fits: with qkv_proj_offloaded the step measured 306 ms, 47% over
+    // the same step without offload (1b-b8-minimal-flash, 194 ms), while podsim's host copies
+    // (memory space 5, over the host link beside the compute) add almost nothing; what XLA:GPU
+    // waits on there is not modelled yet.
+    const std::string offload = "1b-b8-offload-flash";
+    std::vector<Measured> later;
+    std::optional<Measured> missed;
+    for (const auto& r : records("gpu-families.jsonl")) {
+        if (r["status"] != "ran") continue;
+        run::ModuleRun m = run_on(module_path(r["name"]), "nvidia-h200", "1");
+        Measured measured{r["name"], r["step_s_median"].get<double>(), m.spec, m.simulation.program};
+        if (measured.name == offload)
+            missed = std::move(measured);
+        else
+            later.push_back(std::move(measured));
+    }
+    REQUIRE(later.size() == 13);
+    REQUIRE(missed);
+    std::vector<const Measured*> every = all;
+    for (const auto& c : later) every.push_back(&c);
+    std::cout << fmt::format(
+        "\nsteps measured after the fit\n  {:<28} {:>11} {:>11} {:>8} {:>11} {:>8}  left-out fit\n", "module",
+        "measured", "shipped", "error", "left out", "error");
+    std::vector<double> held_out, left_out_of_all;
+    for (const Measured* c : every) {
+        std::vector<const Measured*> others;
+        for (const Measured* o : every)
+            if (o != c) others.push_back(o);
+        const Fit without = fit(others, base);
+        const double out = harness_step(*c, with(base, without));
+        left_out_of_all.push_back(std::fabs(relative(out, c->step_s)));
+        if (std::find(all.begin(), all.end(), c) != all.end()) continue;
+        const double predicted = harness_step(*c, with(base, everything));
+        held_out.push_back(std::fabs(relative(predicted, c->step_s)));
+        std::cout << fmt::format(
+            "  {:<28} {:>9.3f}ms {:>9.3f}ms {:>+7.1f}% {:>9.3f}ms {:>+7.1f}%  {:.3f} {:.3f}\n", c->name,
+            1e3 * c->step_s, 1e3 * predicted, 100.0 * relative(predicted, c->step_s), 1e3 * out,
+            100.0 * relative(out, c->step_s), without.mxu_efficiency, without.hbm_efficiency);
+    }
+    const double miss = relative(harness_step(*missed, with(base, everything)), missed->step_s);
+    std::cout << fmt::format("  {:<28} {:>9.3f}ms {:>9.3f}ms {:>+7.1f}%  (expected miss: host offload)\n",
+                             missed->name, 1e3 * missed->step_s,
+                             1e3 * harness_step(*missed, with(base, everything)), 100.0 * miss);
+    CHECK(miss < -0.2);  // still a miss; when it is not, it joins the others
+    const Fit over_all = fit(every, base);
+    std::cout << fmt::format("  shipped fit on them: median {:.1f}%, worst {:.1f}%\n",
+                             100.0 * median(held_out),
+                             100.0 * *std::max_element(held_out.begin(), held_out.end()));
+    std::cout << fmt::format(
+        "  all {} steps, left out one at a time: median {:.1f}%, worst {:.1f}% (fit over all: {:.3f} "
+        "{:.3f})\n",
+        every.size(), 100.0 * median(left_out_of_all),
+        100.0 * *std::max_element(left_out_of_all.begin(), left_out_of_all.end()), over_all.mxu_efficiency,
+        over_all.hbm_efficiency);
+    CHECK(median(held_out) <= 0.10);
+    CHECK(*std::max_element(held_out.begin(), held_out.end()) <= 0.20);
+    CHECK(median(left_out_of_all) <= 0.10);
+    CHECK(*std::max_element(left_out_of_all.begin(), left_out_of_all.end()) <= 0.20);
 }
