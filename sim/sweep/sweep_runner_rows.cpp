@@ -8,6 +8,7 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <optional>
 
 #include <fmt/compile.h>
 #include <fmt/format.h>
@@ -323,17 +324,26 @@ std::string first_line(const fs::path& file) {
     return line;
 }
 
+namespace {
+
+// The `index` of one results.jsonl line; none for a line that is not a result row.
+std::optional<std::size_t> row_index(const std::string& line) {
+    auto row = nlohmann::json::parse(line, nullptr, false);
+    if (row.is_discarded() || !row.is_object() || !row.contains("index") ||
+        !row["index"].is_number_unsigned())
+        return std::nullopt;
+    return row["index"].get<std::size_t>();
+}
+
+}  // namespace
+
 std::map<std::size_t, std::string> read_jsonl_lines(const fs::path& jsonl) {
     std::map<std::size_t, std::string> lines;
     std::ifstream in(jsonl, std::ios::binary);
     std::string line;
     while (std::getline(in, line)) {
         if (in.eof()) break;  // no newline: half-written
-        auto row = nlohmann::json::parse(line, nullptr, false);
-        if (row.is_discarded() || !row.is_object() || !row.contains("index") ||
-            !row["index"].is_number_unsigned())
-            continue;
-        lines.emplace(row["index"].get<std::size_t>(), line + "\n");
+        if (auto index = row_index(line)) lines.emplace(*index, line + "\n");
     }
     return lines;
 }
@@ -362,11 +372,7 @@ void rewrite_jsonl(const fs::path& jsonl, const std::set<std::size_t>& done) {
     std::string kept, line;
     while (std::getline(in, line)) {
         if (in.eof()) break;  // no newline: half-written
-        auto row = nlohmann::json::parse(line, nullptr, false);
-        if (row.is_discarded() || !row.is_object() || !row.contains("index") ||
-            !row["index"].is_number_unsigned())
-            continue;
-        if (done.count(row["index"].get<std::size_t>())) kept += line + "\n";
+        if (auto index = row_index(line); index && done.count(*index)) kept += line + "\n";
     }
     in.close();
     std::ofstream(jsonl, std::ios::trunc) << kept;
