@@ -298,7 +298,7 @@ TEST_CASE("messages that say what is wrong, not what follows from it") {
     CHECK_FALSE(contains(v7.output, "did you mean"));
     CHECK(contains(v7.output,
                    "unknown topology 'tpu-v7x': no topologies/tpu-v7x.yaml; the known topologies are "
-                   "tpu-v2, tpu-v3, tpu-v4"));
+                   "nvidia-h100, nvidia-h200, tpu-v2, tpu-v3, tpu-v4"));
     CHECK(contains(podsim("check " + config + " --set topology=tpu-v44").output, "the known topologies are"));
     CHECK(contains(podsim("check " + config + " --set topology=tpuv4").output, "(did you mean 'tpu-v4'?)"));
     // A calibration parameter misspelt, given twice, or none.
