@@ -98,6 +98,31 @@ PYBIND11_MODULE(_podsim, m) {
         py::arg("source"), py::arg("is_file"), py::arg("name"), py::arg("overrides"), py::arg("trace"));
 
     m.def(
+        "run_hlo",
+        [](const std::string& name, const py::bytes& data, const std::string& topology,
+           const std::string& slice, const std::string& device_order, const std::string& model,
+           long global_batch, long seq_len, double model_flops, const std::string& calibration, bool trace) {
+            podsim::ModuleRunRequest request;
+            request.path = name;
+            request.bytes = std::string(data);  // empty: read the file `name`
+            request.topology = topology;
+            request.slice = slice;
+            request.device_order = device_order;
+            request.model = model;
+            request.global_batch = global_batch;
+            request.seq_len = seq_len;
+            request.model_flops = model_flops;
+            request.calibration = calibration;
+            py::gil_scoped_release release;
+            podsim::ModuleRun run = podsim::run_module(request);
+            return std::make_pair(podsim::report_json(run.simulation.report),
+                                  trace ? podsim::module_trace(run) : std::string());
+        },
+        py::arg("name"), py::arg("data"), py::arg("topology"), py::arg("slice"), py::arg("device_order"),
+        py::arg("model"), py::arg("global_batch"), py::arg("seq_len"), py::arg("model_flops"),
+        py::arg("calibration"), py::arg("trace"));
+
+    m.def(
         "check",
         [](const std::string& source, bool is_file, const std::string& name, const OverrideList& overrides) {
             podsim::RunSpec spec;

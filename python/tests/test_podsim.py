@@ -276,3 +276,49 @@ class ThreadTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class HloTest(unittest.TestCase):
+    TINY = ROOT / "tests" / "data" / "xla-truth" / "hlo" / "tiny-minimal-dot.hlo.txt.gz"
+
+    def test_run_hlo_path_or_text(self):
+        from_path = podsim.run_hlo(self.TINY, topology="nvidia-h200")
+        self.assertEqual(from_path["schema"], "podsim.report/v1")
+        self.assertEqual(from_path["topology"], "nvidia-h200")
+        self.assertGreater(from_path["hardware_flops_per_step"], 0)
+        import gzip
+        text = gzip.decompress(self.TINY.read_bytes()).decode()
+        from_text = podsim.run_hlo(text, topology="nvidia-h200")
+        self.assertEqual(from_text["step_time_s"], from_path["step_time_s"])
+        self.assertEqual(from_text["memory"]["peak_bytes"], from_path["memory"]["peak_bytes"])
+        if PODSIM:
+            cli = subprocess.run([PODSIM, "run", str(self.TINY), "--topology", "nvidia-h200", "--format", "json"],
+                                 check=True, capture_output=True, text=True).stdout
+            self.assertEqual(from_path, json.loads(cli))
+        report, chrome_trace = podsim.run_hlo(self.TINY, topology="nvidia-h200", trace=True)
+        names = {e.get("name") for e in chrome_trace["traceEvents"]}
+        self.assertIn("loop_convert_fusion.15", names)  # HLO instruction names
+
+    def test_from_jax_takes_as_text_without_jax(self):
+        import gzip
+        text = gzip.decompress(self.TINY.read_bytes()).decode()
+
+        class Compiled:  # what jax.stages.Compiled offers: as_text()
+            def as_text(self):
+                return text
+
+        report = podsim.from_jax(Compiled(), topology="nvidia-h200", slice="1",
+                                 model_flops=1e12)
+        self.assertEqual(report, podsim.run_hlo(text, topology="nvidia-h200", model_flops=1e12))
+        self.assertGreater(report["mfu"], 0)
+        with self.assertRaises(TypeError):
+            podsim.from_jax(object())
+        self.assertNotIn("jax", __import__("sys").modules)
+
+    def test_module_errors_carry_file_and_line(self):
+        with self.assertRaises(podsim.ConfigError) as e:
+            podsim.run_hlo("HloModule m\n\nENTRY %main () -> f32[] {\n  ROOT %c = f32[] konstant(1)\n}\n")
+        self.assertEqual(e.exception.diagnostics[0]["line"], 4)
+        self.assertIn("unknown opcode 'konstant'", str(e.exception))
+        with self.assertRaises(podsim.ConfigError):
+            podsim.run_hlo(self.TINY, topology="nvidia-h200", slice="2x2x4")

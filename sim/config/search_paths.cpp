@@ -221,4 +221,22 @@ hardware::TopologySpec load_topology(const std::string& name_or_path) {
     throw core::UserError(d);
 }
 
+workload::ModelSpec load_model(const std::string& name_or_path, const std::string& what) {
+    if (looks_like_path(name_or_path)) return load_model_file(name_or_path);
+    for (const auto& root : data_roots(fs::current_path())) {
+        fs::path p = root / "models" / (name_or_path + ".yaml");
+        std::error_code ec;
+        if (fs::is_regular_file(p, ec)) return load_model_file(p.string());
+    }
+    Diagnostics d;
+    std::vector<std::string> known;
+    auto roots = data_roots(fs::current_path());
+    if (!roots.empty()) known = yaml_stems(roots.front() / "models");
+    std::string message = fmt::format("unknown model '{}'", name_or_path);
+    if (auto hint = core::closest_match(name_or_path, known))
+        message += fmt::format(" (did you mean '{}'?)", *hint);
+    d.error({what, 0, 0}, "", message);
+    throw core::UserError(d);
+}
+
 }  // namespace podsim::config

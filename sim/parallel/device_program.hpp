@@ -90,6 +90,27 @@ struct Resource {
     int comm_axis = -1;
 };
 
+// Where a buffer's bytes count in the memory breakdown (memory::MemoryBreakdown's fields).
+enum class BufferHolder : std::uint8_t {
+    params,
+    grads,
+    optimizer,
+    activations,
+    gathered_weights,
+    collective_buffers,
+    temporaries,
+};
+
+// A buffer of a program that states its memory itself (a compiled XLA module, whose buffers and
+// their users are known): live from the start of op `first_op` to the end of op `last_op`; -1 for
+// either end means the step's start or end (entry arguments, outputs).
+struct Buffer {
+    double bytes = 0.0;
+    int first_op = -1;
+    int last_op = -1;
+    BufferHolder holder = BufferHolder::temporaries;
+};
+
 struct DeviceProgram {
     std::vector<DeviceOp> ops;  // program order
     std::vector<Resource> resources;
@@ -106,6 +127,9 @@ struct DeviceProgram {
     // by parameter group) by its first backward op.
     bool stacked_gradients = true;
     std::vector<double> group_grads_bytes;
+    // Empty for a lowered model (memory::profile_memory models its memory); an imported module's
+    // buffers (memory::profile_buffers replays them).
+    std::vector<Buffer> buffers;
 };
 
 }  // namespace podsim::parallel

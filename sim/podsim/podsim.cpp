@@ -72,6 +72,19 @@ std::string chrome_trace(const RunSpec& spec, const Simulation& simulation) {
     return report::chrome_trace(spec.name, simulation.program, simulation.timeline, simulation.memory);
 }
 
+ModuleRun run_module(const ModuleRunRequest& request, SimulateOptions options) {
+    return run::run_module(request, options);
+}
+
+bool is_module_file(const std::string& path) {
+    return run::is_module_file(path);
+}
+
+std::string module_trace(const ModuleRun& run) {
+    const Simulation& s = run.simulation;
+    return report::chrome_trace(s.report.name, s.program, s.timeline, s.memory);
+}
+
 WholeRun simulate_whole_run(const RunSpec& spec) {
     if (!spec.whole_run) {
         core::Diagnostics d;

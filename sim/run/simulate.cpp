@@ -23,11 +23,9 @@ std::vector<SemanticError> semantic_errors(const RunSpec& spec) {
                                      spec.mesh);
 }
 
-namespace {
-
 // Lowers every ICI collective of the program onto the torus links. Collectives that are the same
 // (kind, axis, bytes) share one plan: every layer's all-gather of an FSDP run is one plan.
-scheduler::NetworkInput plan_network(const RunSpec& spec, Simulation& sim, SimulationCache& cache,
+scheduler::NetworkInput plan_network(const NetworkPlace& place, Simulation& sim, SimulationCache& cache,
                                      const SimulateOptions& options) {
     scheduler::NetworkInput input;
     const auto& ops = sim.program.ops;
@@ -36,7 +34,7 @@ scheduler::NetworkInput plan_network(const RunSpec& spec, Simulation& sim, Simul
     for (const auto& axis : sim.program.comm_axes)
         any_ici = any_ici || axis.kind == parallel::ResourceKind::ici;
     if (!any_ici) return input;
-    sim.torus = cache.torus(spec.topology, spec.slice, spec.twisted_torus);
+    sim.torus = cache.torus(place.topology, place.slice, place.twisted_torus);
     std::map<std::tuple<int, int, double>, int> index;
     for (std::size_t i = 0; i < ops.size(); ++i) {
         const auto& op = ops[i];
@@ -48,8 +46,8 @@ scheduler::NetworkInput plan_network(const RunSpec& spec, Simulation& sim, Simul
         if (inserted) {
             sim.plans.push_back(
                 cache.plan(sim.torus, op.collective, op.collective_bytes, axis.parts,
-                           spec.topology.ici.hop_latency * spec.calibration.ici_hop_latency_factor,
-                           spec.calibration.collective_overhead, spec.calibration.ici_link_efficiency,
+                           place.topology.ici.hop_latency * place.calibration.ici_hop_latency_factor,
+                           place.calibration.collective_overhead, place.calibration.ici_link_efficiency,
                            options.link_bytes));
         }
         sim.plan_of_op[i] = it->second;
@@ -59,7 +57,7 @@ scheduler::NetworkInput plan_network(const RunSpec& spec, Simulation& sim, Simul
         if (sim.plan_of_op[i] >= 0)
             input.plan_of_op[i] = &sim.plans[static_cast<std::size_t>(sim.plan_of_op[i])]->plan;
     }
-    input.link_bandwidth = &cache.link_bandwidth(sim.torus, spec.calibration.ici_link_efficiency);
+    input.link_bandwidth = &cache.link_bandwidth(sim.torus, place.calibration.ici_link_efficiency);
     input.scratch = &cache.scratch(input.link_bandwidth->size());
     scheduler::ContentionClasses classes = scheduler::contention_classes(sim.program, input.plan_of_op);
     input.network_of_op = std::move(classes.network_of_op);
@@ -72,8 +70,6 @@ scheduler::NetworkInput plan_network(const RunSpec& spec, Simulation& sim, Simul
     }
     return input;
 }
-
-}  // namespace
 
 Simulation simulate(const RunSpec& spec) {
     SimulationCache cache;
@@ -106,7 +102,8 @@ Simulation schedule_step(const RunSpec& spec, const parallel::RuntimeSpec& runti
     cost::CostModel model(cost::CostContext{spec.topology, runtime, spec.calibration, spec.training.dtype,
                                             spec.model.attention_dropout > 0.0, spec.slices});
     sim.costs = model.cost_all(sim.program);
-    scheduler::NetworkInput network = plan_network(spec, sim, cache, options);
+    scheduler::NetworkInput network =
+        plan_network({spec.topology, spec.slice, spec.twisted_torus, spec.calibration}, sim, cache, options);
     try {
         sim.timeline = scheduler::schedule(
             sim.program, sim.costs, runtime, sim.torus ? &network : nullptr,

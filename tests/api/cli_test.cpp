@@ -150,6 +150,31 @@ TEST_CASE("--shard auto from a Slurm array or a Kubernetes Indexed Job, then mer
     for (const auto& d : {whole, merged, partial, k8s}) fs::remove_all(d);
 }
 
+TEST_CASE("podsim run takes a compiled module by its content; its options are refused for configs") {
+    const std::string module = source_path("tests/data/xla-truth/hlo/tiny-minimal-dot.hlo.txt.gz");
+    auto json = podsim("run " + module + " --topology nvidia-h200 --format json");
+    REQUIRE(json.code == 0);
+    CHECK(json.output.find("\"schema\": \"podsim.report/v1\"") != std::string::npos);
+    auto dump = podsim("run " + module + " --topology nvidia-h200 --dump program");
+    CHECK(dump.code == 0);
+    CHECK(dump.output.find("loop_convert_fusion.15") != std::string::npos);
+    const fs::path dir = fresh_dir("hlo-trace");
+    fs::create_directories(dir);
+    auto traced = podsim("run " + module + " --topology nvidia-h200 --trace " + (dir / "t.json").string());
+    CHECK(traced.code == 0);
+    CHECK(read(dir / "t.json").find("\"loop_convert_fusion.15\"") != std::string::npos);
+    fs::remove_all(dir);
+    // Options of modules on a config, of configs on a module: exit 2 with the option named.
+    auto topology = podsim("run " + source_path("configs/default.yaml") + " --topology tpu-v4");
+    CHECK(topology.code == 2);
+    CHECK(topology.output.find("--topology") != std::string::npos);
+    auto set = podsim("run " + module + " --set training.global_batch=8");
+    CHECK(set.code == 2);
+    CHECK(set.output.find("--set") != std::string::npos);
+    auto slice = podsim("run " + module + " --topology nvidia-h200 --slice 2x2");
+    CHECK(slice.code == 2);
+}
+
 namespace {
 
 std::string finding(const std::string& name) {
@@ -273,7 +298,7 @@ TEST_CASE("messages that say what is wrong, not what follows from it") {
     CHECK_FALSE(contains(v7.output, "did you mean"));
     CHECK(contains(v7.output,
                    "unknown topology 'tpu-v7x': no topologies/tpu-v7x.yaml; the known topologies are "
-                   "tpu-v2, tpu-v3, tpu-v4"));
+                   "nvidia-h100, nvidia-h200, tpu-v2, tpu-v3, tpu-v4"));
     CHECK(contains(podsim("check " + config + " --set topology=tpu-v44").output, "the known topologies are"));
     CHECK(contains(podsim("check " + config + " --set topology=tpuv4").output, "(did you mean 'tpu-v4'?)"));
     // A calibration parameter misspelt, given twice, or none.
