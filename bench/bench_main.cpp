@@ -19,6 +19,7 @@
 #include "config/sweep_file.hpp"
 #include "core/process_heap.hpp"
 #include "run/collective_run.hpp"
+#include "run/module_run.hpp"
 #include "run/simulate.hpp"
 #include "sweep/sweep_runner.hpp"
 
@@ -90,6 +91,20 @@ void bench_sweep(const std::string& label, const std::string& relative) {
     }
 }
 
+// A compiled XLA module read (gunzipped and parsed), lowered and simulated: what `podsim run
+// MODULE` does, in this process. Its speed targets: an unrolled step within 1 s, a scanned
+// one within 100 ms.
+void bench_module(const std::string& label, const std::string& relative, int repeats, double bound_s) {
+    podsim::run::ModuleRunRequest request;
+    request.path = std::string(PODSIM_SOURCE_DIR) + "/" + relative;
+    request.topology = "nvidia-h200";
+    podsim::run::ModuleRun run;
+    const double seconds = time_median(repeats, [&] { run = podsim::run::run_module(request); });
+    fmt::print("{:<44} {:>12} {:>12} {:>9.1f} ms {:>8} {:>9}  step {:.1f} ms, within {:.0f} ms: {}\n", label,
+               "-", "-", seconds * 1e3, run.simulation.report.ops, run.simulation.report.events,
+               run.simulation.report.step_time_s * 1e3, bound_s * 1e3, seconds <= bound_s ? "yes" : "NO");
+}
+
 long peak_rss_kib() {
     rusage usage{};
     getrusage(RUSAGE_SELF, &usage);
@@ -152,6 +167,10 @@ int main() {
     bench_config("Llama 3 8B, 4x4x4, 4 pipeline stages x fsdp 16", "configs/llama3-8b-pipeline-v4-128.yaml",
                  11);
     bench_pod_all_gather();
+    bench_module("XLA module, Llama 1B unrolled (read+simulate)",
+                 "tests/data/xla-truth/hlo/1b-b8-minimal-dot-unrolled.hlo.txt.gz", 5, 1.0);
+    bench_module("XLA module, Llama 1B scanned (read+simulate)",
+                 "tests/data/xla-truth/hlo/1b-b8-minimal-dot.hlo.txt.gz", 11, 0.1);
     bench_sweep("GPT-2 small to 2B, v4-8 to 4x8x8", "tests/data/sweeps/large.yaml");
     bench_sweep("GPT-3 175B on v4, 128 to 4096 chips", "configs/sweeps/gpt3-175b-v4.yaml");
     fmt::print("\npeak resident memory of this process: {:.0f} MiB\n",

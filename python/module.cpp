@@ -85,11 +85,42 @@ PYBIND11_MODULE(_podsim, m) {
            bool trace) {
             py::gil_scoped_release release;
             podsim::RunSpec spec = load(source, is_file, name, overrides);
+            if (spec.whole_run) {
+                // A run of many steps: its document, as `podsim run --format json` prints it.
+                const podsim::WholeRun whole = podsim::simulate_whole_run(spec);
+                return std::make_pair(podsim::whole_run_json(whole),
+                                      trace ? podsim::whole_run_trace(whole) : std::string());
+            }
             podsim::Simulation simulation = podsim::simulate(spec, podsim::SimulateOptions{.fold = !trace});
             return std::make_pair(podsim::report_json(simulation.report),
                                   trace ? podsim::chrome_trace(spec, simulation) : std::string());
         },
         py::arg("source"), py::arg("is_file"), py::arg("name"), py::arg("overrides"), py::arg("trace"));
+
+    m.def(
+        "run_hlo",
+        [](const std::string& name, const py::bytes& data, const std::string& topology,
+           const std::string& slice, const std::string& device_order, const std::string& model,
+           long global_batch, long seq_len, double model_flops, const std::string& calibration, bool trace) {
+            podsim::ModuleRunRequest request;
+            request.path = name;
+            request.bytes = std::string(data);  // empty: read the file `name`
+            request.topology = topology;
+            request.slice = slice;
+            request.device_order = device_order;
+            request.model = model;
+            request.global_batch = global_batch;
+            request.seq_len = seq_len;
+            request.model_flops = model_flops;
+            request.calibration = calibration;
+            py::gil_scoped_release release;
+            podsim::ModuleRun run = podsim::run_module(request);
+            return std::make_pair(podsim::report_json(run.simulation.report),
+                                  trace ? podsim::module_trace(run) : std::string());
+        },
+        py::arg("name"), py::arg("data"), py::arg("topology"), py::arg("slice"), py::arg("device_order"),
+        py::arg("model"), py::arg("global_batch"), py::arg("seq_len"), py::arg("model_flops"),
+        py::arg("calibration"), py::arg("trace"));
 
     m.def(
         "check",

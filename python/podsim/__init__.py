@@ -17,8 +17,8 @@ from collections.abc import Mapping
 from . import _podsim
 from ._podsim import ConfigError, InternalError
 
-__all__ = ["run", "check", "trace", "sweep", "collective", "validate", "explain", "ConfigError",
-           "InternalError"]
+__all__ = ["run", "check", "trace", "run_hlo", "from_jax", "sweep", "collective", "validate", "explain",
+           "ConfigError", "InternalError"]
 
 
 def _source(config):
@@ -54,7 +54,9 @@ def _overrides(overrides):
 
 
 def run(config=None, /, **overrides):
-    """Simulates one training step and returns the report (schema podsim.report/v1) as a dict.
+    """Simulates one training step and returns the report (schema podsim.report/v1) as a dict; a
+    config with a whole_run: block returns its run of many steps (schema podsim.whole-run/v1), as
+    `podsim run --format json` does.
 
     config: a dict, YAML text, or a path (str or os.PathLike); None means configs/default.yaml.
     overrides: dotted paths of the run config, as `podsim run --set` and sweep axes name them:
@@ -66,7 +68,8 @@ def run(config=None, /, **overrides):
 
 
 def trace(config=None, /, **overrides):
-    """The Chrome trace (Perfetto) of the simulated step as a dict: `podsim run --trace`."""
+    """The Chrome trace (Perfetto) of the simulated step (of the whole run with whole_run:) as a dict:
+    `podsim run --trace`."""
     _, chrome_trace = _podsim.run(*_source(config), _overrides(overrides), True)
     return json.loads(chrome_trace)
 
@@ -74,6 +77,57 @@ def trace(config=None, /, **overrides):
 def check(config=None, /, **overrides):
     """Checks a config without simulating; returns what it describes (name, model, slice, mesh...)."""
     return _podsim.check(*_source(config), _overrides(overrides))
+
+
+def _module(module):
+    """(name, bytes) of a compiled module given as a path or as its HLO text (or proto bytes)."""
+    if isinstance(module, os.PathLike):
+        return os.fspath(module), b""
+    if isinstance(module, bytes):
+        return "<bytes>", module
+    if isinstance(module, str):
+        if "\n" in module or module.lstrip().startswith("HloModule"):
+            return "<text>", module.encode()
+        return module, b""
+    raise TypeError(f"module must be a path, HLO text or bytes, not {type(module).__name__}")
+
+
+def run_hlo(module, /, *, topology="tpu-v4", slice="1", device_order=None, model=None, global_batch=0,
+            seq_len=0, model_flops=0.0, calibration=None, trace=False):
+    """Simulates one step of a compiled XLA module (`podsim run MODULE`) and returns the report
+    (schema podsim.report/v1) as a dict; with trace=True, (report, Chrome trace) as two dicts.
+
+    module: a path (HLO text or HloProto, gzipped or not), or the HLO text itself (as
+    compiled.as_text() gives it). topology: a name (tpu-v4, nvidia-h200, ...) or a file; slice: its
+    shape ('1', '2x2x4'). device_order: 'mesh', 'devices' or a list of device indices (how the
+    module's device ids sit on the slice). MFU: model (a podsim model, with global_batch and
+    seq_len when the module does not tell them) or model_flops per step. calibration: a file,
+    default the topology's own.
+    """
+    name, data = _module(module)
+    if device_order is not None and not isinstance(device_order, str):
+        device_order = ",".join(str(d) for d in device_order)
+    report, chrome_trace = _podsim.run_hlo(name, data, os.fspath(topology), str(slice), device_order or "",
+                                           os.fspath(model) if model else "", int(global_batch),
+                                           int(seq_len), float(model_flops),
+                                           os.fspath(calibration) if calibration else "", bool(trace))
+    if trace:
+        return json.loads(report), json.loads(chrome_trace)
+    return json.loads(report)
+
+
+def from_jax(compiled, /, **options):
+    """Simulates a step JAX compiled ahead of time: `jax.jit(step).lower(...).compile()` (for a TPU
+    topology, on a CPU host with libtpu: docs/hlo-import.md). Takes the module as compiled.as_text()
+    gives it, so podsim never imports jax; options are run_hlo's (topology, slice, model, ...)."""
+    as_text = getattr(compiled, "as_text", None)
+    if not callable(as_text):
+        raise TypeError("from_jax takes a compiled JAX computation (with as_text()), such as "
+                        "jax.jit(f).lower(*args).compile()")
+    text = as_text()
+    if not isinstance(text, str) or not text.lstrip().startswith("HloModule"):
+        raise ConfigError("compiled.as_text() did not give an HLO module")
+    return run_hlo(text, **options)
 
 
 def _value(text):

@@ -164,6 +164,43 @@ class SweepTest(unittest.TestCase):
         self.assertIn("did you mean 'training.per_chip_batch'?", str(caught.exception))
 
 
+    def test_jobs_are_capped_not_fatal(self):
+        # One thread per job for a 6-config sweep used to end the interpreter (std::system_error
+        # from thread creation, then std::terminate).
+        expected = podsim.sweep(self.SWEEP, jobs=1)
+        if not isinstance(expected, list):
+            expected = expected.to_dict("records")
+        for jobs in (60000, 10**6, 2**31 - 1):
+            rows = podsim.sweep(self.SWEEP, jobs=jobs)
+            if not isinstance(rows, list):
+                rows = rows.to_dict("records")
+            self.assertEqual([r["step_time_s"] for r in rows], [r["step_time_s"] for r in expected])
+        with self.assertRaises(podsim.ConfigError) as caught:
+            podsim.sweep(self.SWEEP, jobs=-5)
+        self.assertIn("jobs", str(caught.exception))
+
+
+class WholeRunTest(unittest.TestCase):
+    CONFIG = ROOT / "configs" / "unit-qnli-train.yaml"
+
+    def test_a_whole_run_config_returns_the_whole_run_document(self):
+        document = podsim.run(self.CONFIG)
+        self.assertEqual(document["schema"], "podsim.whole-run/v1")
+        self.assertGreater(document["train_steps"], 0)
+        self.assertGreater(document["run_time_s"], 0)
+        if PODSIM:
+            cli = subprocess.run([PODSIM, "run", str(self.CONFIG), "--format", "json"], check=True,
+                                 capture_output=True, text=True).stdout
+            self.assertEqual(document, json.loads(cli))
+        trace = podsim.trace(self.CONFIG)
+        self.assertTrue(any(e.get("name", "").startswith("ProfilerStep#") for e in trace["traceEvents"]))
+
+    def test_a_run_too_long_to_represent_is_a_config_error(self):
+        with self.assertRaises(podsim.ConfigError) as caught:
+            podsim.run(self.CONFIG, **{"whole_run.train_steps": 2**31 - 1})
+        self.assertIn("longer than podsim", str(caught.exception))
+
+
 class CollectiveExplainValidateTest(unittest.TestCase):
     def test_collective(self):
         r = podsim.collective("4x4x4", mesh={"fsdp": 16, "tensor": 4}, axis="fsdp", bytes="64MiB")
@@ -239,3 +276,49 @@ class ThreadTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class HloTest(unittest.TestCase):
+    TINY = ROOT / "tests" / "data" / "xla-truth" / "hlo" / "tiny-minimal-dot.hlo.txt.gz"
+
+    def test_run_hlo_path_or_text(self):
+        from_path = podsim.run_hlo(self.TINY, topology="nvidia-h200")
+        self.assertEqual(from_path["schema"], "podsim.report/v1")
+        self.assertEqual(from_path["topology"], "nvidia-h200")
+        self.assertGreater(from_path["hardware_flops_per_step"], 0)
+        import gzip
+        text = gzip.decompress(self.TINY.read_bytes()).decode()
+        from_text = podsim.run_hlo(text, topology="nvidia-h200")
+        self.assertEqual(from_text["step_time_s"], from_path["step_time_s"])
+        self.assertEqual(from_text["memory"]["peak_bytes"], from_path["memory"]["peak_bytes"])
+        if PODSIM:
+            cli = subprocess.run([PODSIM, "run", str(self.TINY), "--topology", "nvidia-h200", "--format", "json"],
+                                 check=True, capture_output=True, text=True).stdout
+            self.assertEqual(from_path, json.loads(cli))
+        report, chrome_trace = podsim.run_hlo(self.TINY, topology="nvidia-h200", trace=True)
+        names = {e.get("name") for e in chrome_trace["traceEvents"]}
+        self.assertIn("loop_convert_fusion.15", names)  # HLO instruction names
+
+    def test_from_jax_takes_as_text_without_jax(self):
+        import gzip
+        text = gzip.decompress(self.TINY.read_bytes()).decode()
+
+        class Compiled:  # what jax.stages.Compiled offers: as_text()
+            def as_text(self):
+                return text
+
+        report = podsim.from_jax(Compiled(), topology="nvidia-h200", slice="1",
+                                 model_flops=1e12)
+        self.assertEqual(report, podsim.run_hlo(text, topology="nvidia-h200", model_flops=1e12))
+        self.assertGreater(report["mfu"], 0)
+        with self.assertRaises(TypeError):
+            podsim.from_jax(object())
+        self.assertNotIn("jax", __import__("sys").modules)
+
+    def test_module_errors_carry_file_and_line(self):
+        with self.assertRaises(podsim.ConfigError) as e:
+            podsim.run_hlo("HloModule m\n\nENTRY %main () -> f32[] {\n  ROOT %c = f32[] konstant(1)\n}\n")
+        self.assertEqual(e.exception.diagnostics[0]["line"], 4)
+        self.assertIn("unknown opcode 'konstant'", str(e.exception))
+        with self.assertRaises(podsim.ConfigError):
+            podsim.run_hlo(self.TINY, topology="nvidia-h200", slice="2x2x4")

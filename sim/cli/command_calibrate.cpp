@@ -30,6 +30,7 @@ int command_calibrate(const CalibrateCommand& c) {
                                                     "hbm_efficiency",      "op_overhead",
                                                     "ici_link_efficiency", "collective_overhead"}
                          : core::split_list(c.params, ',');
+    profile::check_parameter_names(params);
     // Whole-run cases (whole_run: blocks, hundreds of steps each) answer only for the host and
     // compile parameters; with others they would cost time and pin nothing.
     const bool host_params = std::any_of(params.begin(), params.end(), [](const std::string& p) {
@@ -84,7 +85,7 @@ int command_calibrate(const CalibrateCommand& c) {
     if (!c.out.empty()) {
         std::string source = "podsim calibrate on";
         for (const auto& cc : cases) source += " " + cc.id;
-        std::ofstream(c.out) << profile::calibration_yaml(result, source);
+        write_file(c.out, profile::calibration_yaml(result, source));
         std::cout << fmt::format(
             "\ncalibration written to {} (use it with `calibration: {}` in a run config)\n", c.out, c.out);
     }

@@ -95,10 +95,11 @@ int command_collective(const CollectiveOptions& o) {
         }
         if (!o.svg.empty()) {
             network::Torus torus(request.topology, request.slice, request.twisted);
-            std::ofstream(o.svg) << report::torus_svg(
-                torus, r.groups, r.parts,
-                fmt::format("{} over {} on {} {}: each colour is one group's rings", o.op,
-                            fmt::join(request.axes, ","), request.topology.name, request.slice.to_string()));
+            write_file(o.svg,
+                       report::torus_svg(torus, r.groups, r.parts,
+                                         fmt::format("{} over {} on {} {}: each colour is one group's rings",
+                                                     o.op, fmt::join(request.axes, ","),
+                                                     request.topology.name, request.slice.to_string())));
         }
     }
     return 0;

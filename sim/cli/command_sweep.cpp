@@ -17,6 +17,7 @@ namespace {
 struct SweepCommand {
     std::string file, out, shard, best_config;
     int jobs = 0, shard_count = 0;
+    bool jobs_given = false;
     bool resume = false, no_progress = false, partial = false, exact = false;
     std::size_t top = 10, limit = 0;
     std::vector<std::string> merge_dirs;
@@ -24,6 +25,13 @@ struct SweepCommand {
 };
 
 int command_sweep(const SweepCommand& c) {
+    if (c.jobs_given && c.jobs < 1)
+        option_error("podsim sweep", "--jobs",
+                     fmt::format("{} is not a number of threads: give at least 1 (without --jobs: one per "
+                                 "hardware thread)",
+                                 c.jobs));
+    if (c.resume && c.out.empty())
+        option_error("podsim sweep", "--resume", "needs --out: the directory of the run to resume");
     auto plan = config::SweepPlan::load(c.file);
     sweep::SweepOptions options;
     options.jobs = c.jobs;
@@ -45,10 +53,9 @@ int command_sweep(const SweepCommand& c) {
     if (!c.best_config.empty()) {
         if (summary.ranked.empty())
             option_error("podsim sweep", "--best-config", "no config was kept: nothing to write");
-        std::ofstream out(c.best_config);
-        out << "# Best config of sweep " << c.file << " by " << summary.sort_key << " (index "
-            << summary.ranked.front().index << ")\n"
-            << plan.make(summary.ranked.front().index, true).run_yaml << "\n";
+        write_file(c.best_config, "# Best config of sweep " + c.file + " by " + summary.sort_key +
+                                      " (index " + std::to_string(summary.ranked.front().index) + ")\n" +
+                                      plan.make(summary.ranked.front().index, true).run_yaml + "\n");
         std::cout << fmt::format("best config written to {}\n", c.best_config);
     }
     return 0;
@@ -71,7 +78,9 @@ Command add_sweep_command(CLI::App& app) {
     auto o = std::make_shared<SweepCommand>();
     auto* cmd = app.add_subcommand("sweep", "explore many configs from a podsim.sweep/v1 file");
     cmd->add_option("file", o->file, "sweep file");
-    cmd->add_option("--jobs", o->jobs, "parallel simulations (default: cores)");
+    auto* jobs = cmd->add_option("--jobs", o->jobs,
+                                 "parallel simulations (default, and at most: the hardware threads; at most "
+                                 "the configs to run)");
     cmd->add_option("--out", o->out, "directory for results.csv and results.jsonl");
     cmd->add_flag("--resume", o->resume, "skip configs already in --out");
     cmd->add_option("--shard", o->shard,
@@ -92,7 +101,8 @@ Command add_sweep_command(CLI::App& app) {
     merge->add_option("--out", o->merge_out, "directory for the merged results")->required();
     merge->add_flag("--partial", o->partial,
                     "merge even when shards or configs are missing or doubled (listed as warnings)");
-    return {cmd, [o, merge] {
+    return {cmd, [o, merge, jobs] {
+                o->jobs_given = jobs->count() > 0;
                 if (*merge) return command_sweep_merge(*o);
                 if (o->file.empty())
                     option_error("podsim sweep", "sweep", "give a sweep file (configs/sweeps/*.yaml)");

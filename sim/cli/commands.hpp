@@ -1,5 +1,6 @@
 #pragma once
 
+#include <fstream>
 #include <functional>
 #include <string>
 #include <vector>
@@ -38,6 +39,14 @@ std::string resolve_config(const std::string& given);
 config::RunSpec load_config(const std::string& given, const std::vector<std::string>& assignments);
 // Declares `--set key.path=value` (repeatable) on a subcommand.
 void add_set_option(CLI::App* command, std::vector<std::string>& assignments);
+// Writes `text` to `path` whole, or throws a core::UserError at `path` saying why it could not be
+// written (no such directory, a directory, a full disk): every "written to" message follows it.
+void write_file(const std::string& path, const std::string& text);
+// An output stream to `path`, or a core::UserError when it cannot be opened; close it with
+// close_output, which reports a failed write (a full disk) the same way.
+std::ofstream open_output(const std::string& path);
+void close_output(std::ofstream& out, const std::string& path);
+
 // A core::UserError about a command-line option of `command` ("podsim sweep", ...).
 [[noreturn]] void option_error(const std::string& command, const std::string& option,
                                const std::string& message);

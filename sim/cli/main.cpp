@@ -1,3 +1,4 @@
+#include <exception>
 #include <iostream>
 #include <vector>
 
@@ -40,6 +41,11 @@ int main(int argc, char** argv) {
         return kUserErrorExit;
     } catch (const podsim::core::InternalError& e) {
         std::cerr << "podsim: " << e.what() << "\n";
+        return kInternalErrorExit;
+    } catch (const std::exception& e) {
+        // Anything else is a bug too (an input path that lets a library exception through): said as
+        // one, rather than std::terminate's abort.
+        std::cerr << "podsim: internal error: " << e.what() << "\n";
         return kInternalErrorExit;
     }
     return 0;

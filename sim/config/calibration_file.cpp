@@ -59,4 +59,19 @@ cost::Calibration parse_calibration(const YAML::Node& node, const std::string& f
     return calibration;
 }
 
+cost::Calibration load_calibration_file(const std::string& path, cost::Calibration base) {
+    Diagnostics d;
+    YAML::Node root = detail::load_yaml_file(path, d);
+    if (d.empty()) {
+        MapReader r(root, path, "", d, keys_under(calibration_file_schema(), ""));
+        if (r.ok()) {
+            check_schema(r, "podsim.calibration/v1");
+            if (r.has("parameters"))
+                apply_calibration_entries(r.raw("parameters"), path, "parameters", base, d);
+        }
+    }
+    core::throw_if_errors(d);
+    return base;
+}
+
 }  // namespace podsim::config

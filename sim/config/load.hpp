@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "config/run_spec.hpp"
+#include "cost/calibration.hpp"
 #include "hardware/topology_spec.hpp"
 #include "workload/model_spec.hpp"
 
@@ -33,6 +34,11 @@ workload::ModelSpec load_model_file(const std::string& path);
 hardware::TopologySpec load_topology_file(const std::string& path);
 // A topology by bare name or path, as a run config's `topology:` would take it.
 hardware::TopologySpec load_topology(const std::string& name_or_path);
+// A model by bare name or path, as a run config's `model:` would take it (errors at `what`).
+workload::ModelSpec load_model(const std::string& name_or_path, const std::string& what = "--model");
+// A calibration file (schema podsim.calibration/v1): its parameters over `base`.
+cost::Calibration load_calibration_file(const std::string& path,
+                                        cost::Calibration base = cost::Calibration::defaults());
 
 // A published measurement with the config that reproduces it (schema podsim.validation/v1).
 struct ValidationCase {
@@ -44,6 +50,7 @@ struct ValidationCase {
     std::map<std::string, double> measured;   // step_time_s, mfu_6n, all_reduce_fraction, ...
     std::map<std::string, double> tolerance;  // step_time_rel, all_reduce_fraction_abs, ...
     bool derived = false;                     // measured value derived from published throughput/MFU
+    std::string profile;  // XLA's numbers the measured values come from (a path; #NAME for JSON lines)
     std::optional<std::string> expected_miss;
 };
 

@@ -26,9 +26,12 @@ struct AxisEntry {
     core::SourceLocation location;
 };
 
+// The axes of one level; an axis that is misspelt or has a wrong size is reported and left out
+// (then the product of the others says nothing: `broken` tells the caller not to check it).
 std::vector<AxisEntry> parse_axes(const YAML::Node& node, const std::string& file, const std::string& path,
-                                  Diagnostics& d) {
+                                  Diagnostics& d, bool& broken) {
     std::vector<AxisEntry> axes;
+    const std::size_t errors_before = d.size();
     if (node.IsNull() || !node.IsDefined()) return axes;
     if (!node.IsMap()) {
         d.error(detail::location_of(node, file), path,
@@ -65,6 +68,7 @@ std::vector<AxisEntry> parse_axes(const YAML::Node& node, const std::string& fil
         entry.size = static_cast<int>(*size);
         axes.push_back(entry);
     }
+    broken = broken || d.size() > errors_before;
     return axes;
 }
 
@@ -125,7 +129,8 @@ void check_custom_mesh(const std::string& custom, const core::SourceLocation& wh
 
 std::vector<network::MeshAxis> resolve_axes(const std::vector<AxisEntry>& entries, long total,
                                             const std::string& path, const core::SourceLocation& where,
-                                            const std::string& what, Diagnostics& d) {
+                                            const std::string& what, Diagnostics& d, bool broken,
+                                            const std::string& hint = "") {
     std::vector<network::MeshAxis> axes;
     long known = 1;
     int autos = 0;
@@ -140,6 +145,7 @@ std::vector<network::MeshAxis> resolve_axes(const std::vector<AxisEntry>& entrie
         d.error(where, path, "at most one axis per level may be auto");
         return axes;
     }
+    if (broken) return axes;  // the mistakes in the axes are reported; their product would mislead
     for (const auto& e : entries) {
         int size = e.size.value_or(0);
         if (!e.size) {
@@ -154,9 +160,31 @@ std::vector<network::MeshAxis> resolve_axes(const std::vector<AxisEntry>& entrie
         axes.push_back(network::MeshAxis{e.name, size});
     }
     if (autos == 0 && known != total) {
-        d.error(where, path, fmt::format("mesh product is {} but there are {} {}", known, total, what));
+        d.error(where, path,
+                fmt::format("mesh product is {} but there are {} {}{}", known, total, what, hint));
     }
     return axes;
+}
+
+// Cloud TPU names count TensorCores where a chip has two run as one device (v2 to v4, v5p: a v4-128
+// is 64 chips): a mesh sized for the name's number on a slice of that many chips has twice the
+// chips it was meant for. A hint when the mesh's product is half the slice's chips.
+std::string tensorcore_hint(const RunSpec& spec, const std::vector<AxisEntry>& axes) {
+    const auto& chip = spec.topology.chip;
+    if (chip.tensorcores_per_chip != 2 || chip.devices_per_chip != 1) return "";
+    long product = 1;
+    for (const auto& e : axes) {
+        if (!e.size) return "";
+        product *= *e.size;
+    }
+    const long chips = spec.slice.chips();
+    if (product * 2 != chips) return "";
+    std::string generation = spec.topology.name;
+    if (generation.rfind("tpu-", 0) == 0) generation = generation.substr(4);
+    return fmt::format(
+        " (if this is meant as a {}-{}: Cloud TPU names count TensorCores, {} per chip, so a "
+        "{}-{} is {} chips, half of slice {})",
+        generation, chips, chip.tensorcores_per_chip, generation, chips, product, spec.slice.to_string());
 }
 
 int parse_dimension_name(const YAML::Node& node) {
@@ -195,13 +223,14 @@ void parse_mesh(const MapReader& run, RunSpec& spec, Diagnostics& d) {
         maxtext_form = maxtext_form || parallel::parallelism_of_maxtext_key(key, nullptr) != nullptr;
     }
     std::vector<AxisEntry> ici, dcn;
+    bool ici_broken = false, dcn_broken = false;
     core::SourceLocation ici_where = detail::location_of(node, file);
     if (long_form) {
         MapReader mesh(node, file, "mesh", d, run_keys_under("mesh"));
         if (!mesh.has("ici")) mesh.error("ici", "missing required key");
-        ici = parse_axes(mesh.raw("ici"), file, "mesh.ici", d);
+        ici = parse_axes(mesh.raw("ici"), file, "mesh.ici", d, ici_broken);
         if (mesh.has("ici")) ici_where = mesh.location("ici");
-        dcn = parse_axes(mesh.raw("dcn"), file, "mesh.dcn", d);
+        dcn = parse_axes(mesh.raw("dcn"), file, "mesh.dcn", d, dcn_broken);
         if (mesh.has("mapping")) {
             YAML::Node mapping = mesh.raw("mapping");
             if (!mapping.IsMap()) {
@@ -249,7 +278,7 @@ void parse_mesh(const MapReader& run, RunSpec& spec, Diagnostics& d) {
             check_custom_mesh(spec.mesh.custom, detail::location_of(node["custom_mesh"], file), d);
             axes.remove("custom_mesh");
         }
-        ici = parse_axes(axes, file, "mesh", d);
+        ici = parse_axes(axes, file, "mesh", d, ici_broken);
     }
     const std::string what =
         spec.topology.chip.devices_per_chip > 1
@@ -263,8 +292,10 @@ void parse_mesh(const MapReader& run, RunSpec& spec, Diagnostics& d) {
         const int in_use = hardware::devices_per_chip_in_use(spec.topology, spec.slice, product);
         if (in_use < spec.topology.chip.devices_per_chip) devices = product;
     }
-    spec.mesh.ici = resolve_axes(ici, devices, long_form ? "mesh.ici" : "mesh", ici_where, what, d);
-    spec.mesh.dcn = resolve_axes(dcn, spec.slices, "mesh.dcn", detail::location_of(node, file), "slices", d);
+    spec.mesh.ici = resolve_axes(ici, devices, long_form ? "mesh.ici" : "mesh", ici_where, what, d,
+                                 ici_broken, tensorcore_hint(spec, ici));
+    spec.mesh.dcn =
+        resolve_axes(dcn, spec.slices, "mesh.dcn", detail::location_of(node, file), "slices", d, dcn_broken);
     for (const auto& axis : spec.mesh.dcn) {
         const parallel::ParallelismKind* kind = parallel::parallelism_named(axis.name);
         if (kind && !kind->across_slices && axis.size > 1) {

@@ -39,6 +39,11 @@ workload::ModelSpec parse_model(const YAML::Node& node, const std::string& file,
     m.tied_embeddings = r.boolean(model_key("tied_embeddings")).value_or(m.tied_embeddings);
     m.bias = r.boolean(model_key("bias")).value_or(m.bias);
     m.parallel_block = r.boolean(model_key("parallel_block")).value_or(m.parallel_block);
+    if (auto e = r.choice(model_key("embedding_lookup")))
+        m.embedding_lookup = static_cast<workload::EmbeddingLookup>(*e);
+    // Hugging Face's defaults: GPT2Config.attn_pdrop and BertConfig.attention_probs_dropout_prob 0.1.
+    const bool dropout_default = m.family == ModelFamily::gpt2 || m.family == ModelFamily::encoder;
+    m.attention_dropout = r.number(model_key("attention_dropout")).value_or(dropout_default ? 0.1 : 0.0);
     m.position = m.family == ModelFamily::decoder ? workload::PositionEmbedding::rope
                                                   : workload::PositionEmbedding::learned;
     if (auto p = r.choice(model_key("position"))) m.position = static_cast<workload::PositionEmbedding>(*p);

@@ -1,5 +1,7 @@
 #include "config/overrides.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "config/load.hpp"
@@ -26,7 +28,8 @@ bool known_path(const std::string& path) {
          {"mesh.ici.", "mesh.dcn.", "mesh.mapping.", "calibration.", "model.", "topology."}) {
         if (path.rfind(open, 0) == 0) return true;
     }
-    return false;
+    // mesh.<axis>: an axis of the shorthand mesh {fsdp: 4} (the mesh reader names a misspelt one).
+    return path.rfind("mesh.", 0) == 0 && path.find('.', 5) == std::string::npos && path.size() > 5;
 }
 
 }  // namespace
@@ -49,6 +52,14 @@ void set_path(YAML::Node root, const std::string& path, const YAML::Node& value,
         keys.push_back(path.substr(start, dot - start));
         if (dot == std::string::npos) break;
         start = dot + 1;
+    }
+    if (keys.size() == 2 && keys[0] == "mesh" && keys[1] != "ici" && keys[1] != "dcn" &&
+        keys[1] != "mapping") {
+        // An axis of the shorthand: into mesh.ici when the mesh is written in the long form.
+        const YAML::Node& const_root = root;
+        const YAML::Node mesh = const_root["mesh"];
+        if (mesh.IsMap() && (mesh["ici"].IsDefined() || mesh["dcn"].IsDefined()))
+            keys.insert(keys.begin() + 1, "ici");
     }
     if (keys.size() >= 2 && keys[0] == "mesh" && (keys[1] == "ici" || keys[1] == "dcn")) {
         const YAML::Node& mesh_const = root;
@@ -106,6 +117,23 @@ RunSpec parse_with_overrides(YAML::Node run, const std::string& file, const fs::
     if (!run.IsMap()) {
         d.error(detail::location_of(run, file), prefix, "expected a run config (a mapping)");
         throw core::UserError(d);
+    }
+    // A key inside a model or topology the config names (model.layers=48 on `model: gpt2-2b`): the
+    // named one's keys are written in place of the name, then the key is set among them.
+    for (const char* section : {"model", "topology"}) {
+        const std::string inside = std::string(section) + ".";
+        const bool sets_inside = std::any_of(overrides.begin(), overrides.end(),
+                                             [&](const Override& o) { return o.path.rfind(inside, 0) == 0; });
+        const YAML::Node& const_run = run;
+        const YAML::Node reference = const_run[section];
+        if (!sets_inside || !reference.IsScalar()) continue;
+        const bool is_model = std::string_view(section) == "model";
+        auto named_file = find_reference(reference.Scalar(), is_model ? "models" : "topologies", base_dir);
+        if (!named_file) continue;  // the reference's own mistake is reported when the config is read
+        core::Diagnostics local;
+        YAML::Node named = detail::load_yaml_file(named_file->string(), local);
+        if (!local.empty() || !named.IsMap()) continue;
+        run[section] = named;
     }
     for (const auto& o : overrides) {
         if (auto error = detail::run_path_error(o.path)) {

@@ -35,6 +35,14 @@ bool looks_like_path(const std::string& s);
 std::optional<std::filesystem::path> resolve_reference(const detail::MapReader& r, const std::string& key,
                                                        const std::string& kind,
                                                        const std::filesystem::path& base_dir);
+// The file a model or topology name or path (`kind`: models, topologies) stands for, as
+// resolve_reference finds it; nothing when there is none.
+std::optional<std::filesystem::path> find_reference(const std::string& value, const std::string& kind,
+                                                    const std::filesystem::path& base_dir);
+// "unknown topology 'x': no topologies/x.yaml" with a "did you mean" where the name is close to a
+// known one (not where only its numbers differ: tpu-v7x is no typo of tpu-v2), and the known names.
+std::string unknown_reference_message(const std::string& value, const std::string& kind,
+                                      const std::vector<std::string>& known);
 void check_schema(const detail::MapReader& r, const std::string& expected);
 
 workload::ModelSpec parse_model(const YAML::Node& node, const std::string& file, const std::string& path,

@@ -1,5 +1,8 @@
 #include "config/load.hpp"
 
+#include <algorithm>
+#include <cctype>
+
 #include <fmt/format.h>
 
 #include "config/parse.hpp"
@@ -38,6 +41,38 @@ void read_batch(const MapReader& t, RunSpec& spec) {
     } else if (!t.has("global_batch") && !t.has("per_chip_batch")) {
         t.error("global_batch", "missing required key (or give per_chip_batch)");
     }
+}
+
+// A slice given by its Cloud TPU name (v4-128, v5e-16): how many chips that is and a shape of them.
+// The names count TensorCores where a chip has two run as one device (v2 to v4, v5p).
+std::string cloud_name_hint(const std::string& text, const hardware::TopologySpec& topology) {
+    const auto dash = text.rfind('-');
+    if (dash == std::string::npos || dash == 0 || text[0] != 'v') return "";
+    long cores = 0;
+    for (std::size_t i = dash + 1; i < text.size(); ++i) {
+        if (!std::isdigit(static_cast<unsigned char>(text[i])) || cores > (1L << 30)) return "";
+        cores = cores * 10 + (text[i] - '0');
+    }
+    const int per_chip = topology.chip.devices_per_chip == 1 ? topology.chip.tensorcores_per_chip : 1;
+    if (cores <= 0 || cores % per_chip != 0) return "";
+    const long chips = cores / per_chip;
+    std::string hint = fmt::format(" ({} is {} chip{}", text, chips, chips == 1 ? "" : "s");
+    if (per_chip > 1)
+        hint +=
+            fmt::format(": Cloud TPU names count TensorCores, {} per chip of {}", per_chip, topology.name);
+    // A shape of that many chips: powers of two spread over the dimensions, shortest first (sides
+    // of 1 last), as Cloud TPU writes them: 2x2x1, 2x2x4, 4x4x4.
+    if ((chips & (chips - 1)) == 0 && topology.ici.dims >= 2) {
+        std::vector<long> sides(static_cast<std::size_t>(topology.ici.dims), 1);
+        for (long left = chips, d = 0; left > 1; left /= 2, d = (d + 1) % topology.ici.dims)
+            sides[static_cast<std::size_t>(d)] *= 2;
+        std::sort(sides.begin(), sides.end());
+        std::stable_partition(sides.begin(), sides.end(), [](long side) { return side > 1; });
+        std::string shape;
+        for (long side : sides) shape += (shape.empty() ? "" : "x") + std::to_string(side);
+        hint += fmt::format("; as a shape, e.g. {}", shape);
+    }
+    return hint + ")";
 }
 
 // `whole_run:`, which needs a valid model and training section.
@@ -117,7 +152,8 @@ RunSpec parse_run(const YAML::Node& root, const std::string& file, const fs::pat
                 }
             }
         } else {
-            r.error("slice", fmt::format("'{}' is not a slice shape such as 2x2x1 or 4x4x8", *s));
+            r.error("slice", fmt::format("'{}' is not a slice shape such as 2x2x1 or 4x4x8{}", *s,
+                                         topology_ok ? cloud_name_hint(*s, spec.topology) : std::string()));
         }
     }
     spec.slices = static_cast<int>(r.integer(run_key("slices")).value_or(spec.slices));
@@ -139,6 +175,7 @@ RunSpec parse_run(const YAML::Node& root, const std::string& file, const fs::pat
     if (!r.has("training")) r.error("training", "missing required key");
     MapReader t(r.has("training") ? r.raw("training") : YAML::Node(YAML::NodeType::Map), file,
                 r.path_of("training"), d, run_keys_under("training"));
+    std::optional<bool> scan_layers;
     if (t.ok() && r.has("training")) {
         read_batch(t, spec);
         bool text = model_ok && !spec.model.is_vit();
@@ -201,6 +238,9 @@ RunSpec parse_run(const YAML::Node& root, const std::string& file, const fs::pat
                                                    .value_or(training.pipeline_fsdp_ag_per_repeat);
         training.pipeline_fsdp_ag_once = t.boolean(training_key("training.pipeline_fsdp_ag_once"))
                                              .value_or(training.pipeline_fsdp_ag_once);
+        scan_layers = t.boolean(training_key("training.scan_layers"));
+        if (auto l = t.choice(training_key("training.loss_labels")))
+            training.loss_labels = static_cast<workload::LossLabels>(*l);
     }
     bool training_ok = t.ok() && d.size() == errors_before_training;
 
@@ -217,10 +257,14 @@ RunSpec parse_run(const YAML::Node& root, const std::string& file, const fs::pat
         runtime.collective_matmul = rt.boolean(runtime_key("runtime.collective_matmul"));
         runtime.fp32_reduce_scatter =
             rt.boolean(runtime_key("runtime.fp32_reduce_scatter")).value_or(runtime.fp32_reduce_scatter);
+        runtime.gather_via_all_reduce = rt.boolean(runtime_key("runtime.gather_via_all_reduce"));
+        runtime.dcn_overlap = rt.boolean(runtime_key("runtime.dcn_overlap")).value_or(runtime.dcn_overlap);
         runtime.recompile_every_step =
             rt.boolean(runtime_key("runtime.recompile_every_step")).value_or(runtime.recompile_every_step);
         if (auto init = rt.choice(runtime_key("runtime.host_init"))) runtime.host_full_init = *init == 0;
     }
+    // JAX scans its layers (MaxText's scan_layers defaults to true); PyTorch modules run them one by one.
+    spec.training.scan_layers = scan_layers.value_or(spec.runtime.framework == parallel::Framework::jax);
     if (r.has("report")) {
         MapReader rep(r.raw("report"), file, r.path_of("report"), d, run_keys_under("report"));
         spec.mfu_attention = rep.boolean(run_key("report.mfu_attention")).value_or(spec.mfu_attention);

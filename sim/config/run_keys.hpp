@@ -116,10 +116,15 @@ inline constexpr core::Key kValidationCaseKeys[] = {
      .help = "the podsim.run/v1 config of the measured run"},
     {.path = "measured",
      .kind = KeyKind::mapping,
-     .required = true,
+     .default_note = "(required unless profile gives them)",
      .help =
          "measured values: step_time_s, mfu_6n, all_reduce_fraction, xla_peak_bytes, xla_parameter_bytes, "
          "derived"},
+    {.path = "profile",
+     .default_note = "none",
+     .help = "a file of XLA's own numbers that gives the measured values, relative to the case: FILE#NAME "
+             "for an entry of a JSON-lines file of memory_analysis() (xla_peak_bytes, and whether the step "
+             "fitted), or a compiled FILE.hlo.pb(.gz) (xla_peak_bytes, xla_parameter_bytes)"},
     {.path = "tolerance",
      .kind = KeyKind::mapping,
      .required = true,

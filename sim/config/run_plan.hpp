@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "config/whole_run_keys.hpp"
+#include "core/diagnostics.hpp"
 
 namespace podsim::config {
 
@@ -88,6 +89,12 @@ struct RunPlan {
     int steady_window =
         whole_run_count("whole_run.steady_window");  // steps averaged for the steady-state figures
     std::uint64_t seed = static_cast<std::uint64_t>(whole_run_key("whole_run.seed").integer_default());
+    // Where the whole_run: block is, for messages about the run; not part of what the plan is
+    // (the same plan from two files compares equal).
+    struct Where {
+        core::SourceLocation at;
+        bool operator==(const Where&) const { return true; }
+    } location;
 
     bool operator==(const RunPlan&) const = default;
 };

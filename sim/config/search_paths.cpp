@@ -109,12 +109,38 @@ std::optional<fs::path> resolve_reference(const MapReader& r, const std::string&
         if (fs::is_regular_file(p, ec)) return p;
         if (known.empty()) known = yaml_stems(root / kind);
     }
-    std::string message = fmt::format("unknown {} '{}': no {}/{}.yaml",
-                                      kind == "models" ? "model" : "topology", *value, kind, *value);
-    if (auto hint = core::closest_match(*value, known))
-        message += fmt::format(" (did you mean '{}'?)", *hint);
-    r.error(key, message + "; " + data_roots_hint(base_dir));
+    r.error(key, unknown_reference_message(*value, kind, known) + "; " + data_roots_hint(base_dir));
     return std::nullopt;
+}
+
+std::optional<fs::path> find_reference(const std::string& value, const std::string& kind,
+                                       const fs::path& base_dir) {
+    std::error_code ec;
+    if (value.empty()) return std::nullopt;
+    if (looks_like_path(value)) {
+        fs::path p = fs::path(value).is_absolute() ? fs::path(value) : base_dir / value;
+        if (fs::is_regular_file(p, ec)) return p;
+        return std::nullopt;
+    }
+    for (const auto& root : data_roots(base_dir)) {
+        fs::path p = root / kind / (value + ".yaml");
+        if (fs::is_regular_file(p, ec)) return p;
+    }
+    return std::nullopt;
+}
+
+std::string unknown_reference_message(const std::string& value, const std::string& kind,
+                                      const std::vector<std::string>& known) {
+    const std::string what = kind == "models" ? "model" : "topology";
+    std::string message = fmt::format("unknown {} '{}': no {}/{}.yaml", what, value, kind, value);
+    if (auto hint = core::closest_name(value, known)) {
+        message += fmt::format(" (did you mean '{}'?)", *hint);
+    } else if (!known.empty()) {
+        std::string names;
+        for (const auto& k : known) names += (names.empty() ? "" : ", ") + k;
+        message += fmt::format("; the known {} are {}", kind, names);
+    }
+    return message;
 }
 
 void check_schema(const MapReader& r, const std::string& expected) {
@@ -189,10 +215,27 @@ hardware::TopologySpec load_topology(const std::string& name_or_path) {
     std::vector<std::string> known;
     auto roots = data_roots(fs::current_path());
     if (!roots.empty()) known = yaml_stems(roots.front() / "topologies");
-    std::string message = fmt::format("unknown topology '{}'", name_or_path);
+    d.error({"--topology", 0, 0}, "",
+            unknown_reference_message(name_or_path, "topologies", known) + "; " +
+                data_roots_hint(fs::current_path()));
+    throw core::UserError(d);
+}
+
+workload::ModelSpec load_model(const std::string& name_or_path, const std::string& what) {
+    if (looks_like_path(name_or_path)) return load_model_file(name_or_path);
+    for (const auto& root : data_roots(fs::current_path())) {
+        fs::path p = root / "models" / (name_or_path + ".yaml");
+        std::error_code ec;
+        if (fs::is_regular_file(p, ec)) return load_model_file(p.string());
+    }
+    Diagnostics d;
+    std::vector<std::string> known;
+    auto roots = data_roots(fs::current_path());
+    if (!roots.empty()) known = yaml_stems(roots.front() / "models");
+    std::string message = fmt::format("unknown model '{}'", name_or_path);
     if (auto hint = core::closest_match(name_or_path, known))
         message += fmt::format(" (did you mean '{}'?)", *hint);
-    d.error({"--topology", 0, 0}, "", message + "; " + data_roots_hint(fs::current_path()));
+    d.error({what, 0, 0}, "", message);
     throw core::UserError(d);
 }
 

@@ -46,8 +46,20 @@ std::vector<ValidationCase> load_validation_suite(const std::string& directory) 
         } else {
             r.error("run", "missing required key");
         }
+        if (auto profile = r.string("profile", false)) {
+            if (profile->empty() || profile->front() == '/') {
+                r.error("profile", "expected a path relative to the case");
+            } else {
+                c.profile = (f.parent_path() / *profile).string();
+                const std::string profile_file = c.profile.substr(0, c.profile.rfind('#'));
+                std::error_code exists;
+                if (!fs::is_regular_file(profile_file, exists))
+                    r.error("profile", "no such file: " + profile_file);
+            }
+        }
         for (const std::string key : {"measured", "tolerance"}) {
             auto& out = key == "measured" ? c.measured : c.tolerance;
+            if (key == "measured" && !r.has(key) && !c.profile.empty()) continue;
             if (!r.has(key)) {
                 r.error(key, "missing required key");
                 continue;

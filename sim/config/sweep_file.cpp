@@ -1,5 +1,6 @@
 #include "config/sweep_file.hpp"
 
+#include <cstdint>
 #include <filesystem>
 #include <map>
 
@@ -324,6 +325,35 @@ std::vector<std::size_t> SweepPlan::choices(std::size_t index) const {
         rest /= impl_->axes[a].values.size();
     }
     return choice;
+}
+
+std::vector<std::string> SweepPlan::values_of(std::size_t index) const {
+    const auto choice = choices(index);
+    std::vector<std::string> values;
+    for (std::size_t a = 0; a < impl_->axes.size(); ++a) {
+        for (const auto& v : impl_->axes[a].shown[choice[a]]) values.push_back(v);
+    }
+    return values;
+}
+
+std::string SweepPlan::fingerprint() const {
+    // FNV-1a (64 bits) over the base as YAML and each axis's paths and values, with separators.
+    std::uint64_t hash = 14695981039346656037ULL;
+    auto add = [&](const std::string& text) {
+        for (unsigned char c : text) hash = (hash ^ c) * 1099511628211ULL;
+        hash = (hash ^ 0xffU) * 1099511628211ULL;
+    };
+    YAML::Emitter base;
+    base << impl_->base;
+    add(base.c_str());
+    for (const auto& axis : impl_->axes) {
+        for (const auto& p : axis.paths) add(p);
+        for (const auto& row : axis.shown) {
+            for (const auto& v : row) add(v);
+        }
+        add("|");
+    }
+    return fmt::format("{:016x}", hash);
 }
 
 SweepPlan::Instance SweepPlan::make(std::size_t index, bool with_run_yaml) const {

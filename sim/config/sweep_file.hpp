@@ -49,6 +49,11 @@ class SweepPlan {
         std::string run_yaml;             // the full run config of this instance, when asked for
     };
     Instance make(std::size_t index, bool with_run_yaml = false) const;
+    // The swept values of config `index` (Instance::values) without building it.
+    std::vector<std::string> values_of(std::size_t index) const;
+    // What the configs are made of (the base config, every axis's paths and values) as 16 hex
+    // digits: sweeps with the same fingerprint expand to the same configs.
+    std::string fingerprint() const;
     // make(index) when the instance differs from `neighbour` (made from `neighbour_index`) only in
     // axes that set the batch: the neighbour's spec is then copied and only the batch and the checks
     // that involve it are read again (config::reparse_batch), a fraction of a whole parse.

@@ -43,6 +43,10 @@ hardware::TopologySpec parse_topology(const YAML::Node& node, const std::string&
             }
         }
         t.chip.hbm_capacity = chip.quantity(topology_key("chip.hbm_capacity")).value_or(0);
+        t.chip.hbm_bytes_limit = chip.quantity(topology_key("chip.hbm_bytes_limit")).value_or(0);
+        if (t.chip.hbm_bytes_limit > t.chip.hbm_capacity && t.chip.hbm_capacity > 0)
+            chip.error("hbm_bytes_limit",
+                       "above hbm_capacity: the runtime cannot grant more than the chip has");
         t.chip.hbm_bandwidth = chip.quantity(topology_key("chip.hbm_bandwidth")).value_or(0);
         t.chip.mxu_tile =
             static_cast<int>(chip.integer(topology_key("chip.mxu_tile")).value_or(t.chip.mxu_tile));

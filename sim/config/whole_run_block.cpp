@@ -1,5 +1,7 @@
 #include "config/whole_run_block.hpp"
 
+#include <cmath>
+
 #include <fmt/format.h>
 
 #include "config/whole_run_keys.hpp"
@@ -36,6 +38,7 @@ std::vector<double> number_list(const MapReader& r, const std::string& key) {
 RunPlan parse_whole_run(const YAML::Node& node, const std::string& file, const std::string& path,
                         const RunSpec& spec, core::Diagnostics& d) {
     RunPlan plan;  // its members start at the declared defaults (whole_run_keys.hpp)
+    plan.location.at = location_of(node, file);
     MapReader r(node, file, path, d, keys_of("whole_run"));
     if (!r.ok()) return plan;
     // Each key as declared: its default when absent, its bounds checked; a wrong value leaves the
@@ -80,6 +83,19 @@ RunPlan parse_whole_run(const YAML::Node& node, const std::string& file, const s
         if (auto stddev = s.number(whole_run_key("whole_run.seq_len.stddev"), normal)) l.stddev = *stddev;
         for (double b : number_list(s, "buckets")) l.buckets.push_back(static_cast<int>(b));
         l.weights = number_list(s, "weights");
+        // Relative frequencies: a NaN, negative or infinite weight, or all zero, has no meaning.
+        double weight_sum = 0.0;
+        bool weights_ok = true;
+        for (std::size_t i = 0; i < l.weights.size(); ++i) {
+            if (!std::isfinite(l.weights[i]) || l.weights[i] < 0) {
+                s.error("weights", fmt::format("item {} ({}) is not a finite, non-negative weight", i + 1,
+                                               l.weights[i]));
+                weights_ok = false;
+            }
+            weight_sum += l.weights[i];
+        }
+        if (weights_ok && !l.weights.empty() && !(weight_sum > 0 && std::isfinite(weight_sum)))
+            s.error("weights", "their sum must be positive and finite");
         const bool uses_buckets =
             l.distribution == LengthDistribution::buckets || l.padding == Padding::bucket;
         if (uses_buckets && l.buckets.empty())
@@ -121,6 +137,16 @@ RunPlan parse_whole_run(const YAML::Node& node, const std::string& file, const s
         const long batch = ev.batch > 0 ? ev.batch : spec.training.global_batch;
         if (ev.last_batch > 0 && ev.last_batch >= batch)
             e.error("last_batch", fmt::format("must be smaller than the evaluation batch ({})", batch));
+        // Results accumulated on the device make every evaluation step a program of its own.
+        const double programs = static_cast<double>(ev.steps) * (plan.unlowered_ops + 1.0);
+        if (ev.accumulate == Accumulate::device && programs > static_cast<double>(kMaxWholeRunPrograms))
+            e.error("steps",
+                    fmt::format("with accumulate: device each of the {} steps is a new program{}: more "
+                                "than the {} distinct programs a whole run may have",
+                                ev.steps,
+                                plan.unlowered_ops > 0 ? fmt::format(" of {} parts", plan.unlowered_ops + 1)
+                                                       : std::string(),
+                                kMaxWholeRunPrograms));
     }
     if (r.has("input")) {
         MapReader in(r.raw("input"), file, r.path_of("input"), d, keys_of("whole_run.input"));

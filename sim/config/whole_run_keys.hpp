@@ -1,6 +1,7 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <limits>
 #include <string_view>
 
@@ -19,6 +20,12 @@ inline constexpr std::array<std::string_view, 4> kDistributionNames = {"fixed", 
 
 // Counts the whole run holds as 32-bit ints: larger values are refused rather than narrowed.
 inline constexpr double kMaxWholeRunCount = std::numeric_limits<int>::max();
+
+// Distinct programs one whole run may have (each is simulated, compiled and listed): beyond, a
+// run is a sweep of runs rather than one. The ops without a lowering of one step each make a
+// program, so their count is bounded below that.
+inline constexpr std::size_t kMaxWholeRunPrograms = 100'000;
+inline constexpr double kMaxUnloweredOps = 10'000;
 
 // `whole_run:` of a run config (a run of many steps; config/whole_run_block.cpp reads it). Adding
 // a key: one line here (its default, bounds and help live nowhere else), read it in
@@ -158,7 +165,7 @@ inline constexpr core::Key kWholeRunKeys[] = {
      .unit = "ops",
      .default_value = 0,
      .minimum = 0,
-     .maximum = kMaxWholeRunCount,
+     .maximum = kMaxUnloweredOps,
      .help =
          "ops without an XLA lowering per step: the graph is split around each, with a transfer each way"},
     {.path = "whole_run.unlowered_bytes",

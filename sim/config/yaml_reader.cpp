@@ -17,7 +17,7 @@
 namespace podsim::config::detail {
 namespace {
 
-constexpr std::uintmax_t kMaxConfigBytes = 16u << 20;  // no sane config is larger
+using core::kMaxConfigBytes;
 
 std::string kind_of(const YAML::Node& node) {
     switch (node.Type()) {

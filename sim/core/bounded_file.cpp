@@ -41,6 +41,23 @@ std::string format_byte_limit(std::uint64_t bytes) {
     return fmt::format("{} bytes", bytes);
 }
 
+FileBytes read_stream(std::istream& in, std::uint64_t max_bytes) {
+    FileBytes out;
+    char buffer[1 << 16];
+    while (in) {
+        in.read(buffer, sizeof buffer);
+        const auto n = static_cast<std::size_t>(in.gcount());
+        if (out.bytes.size() + n > max_bytes) {
+            out.bytes.clear();
+            out.error = fmt::format("more than {} of input; the limit for this kind of file is {}",
+                                    format_byte_limit(max_bytes), format_byte_limit(max_bytes));
+            return out;
+        }
+        out.bytes.append(buffer, n);
+    }
+    return out;
+}
+
 FileBytes read_regular_file(const std::string& path, std::uint64_t max_bytes) {
     FileBytes out;
     struct stat st {};

@@ -11,6 +11,7 @@ struct SourceLocation {
     std::string file;
     int line = 0;
     int column = 0;
+    bool operator==(const SourceLocation&) const = default;
 };
 
 // One mistake in user input, printed as `FILE:LINE:COL: error: key.path: message`.

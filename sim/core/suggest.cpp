@@ -76,4 +76,34 @@ std::optional<std::string> closest_match(std::string_view word, const std::vecto
     return best;
 }
 
+namespace {
+
+// The runs of digits of a name, in order: "llama3-8b" -> {"3", "8"}.
+std::vector<std::string_view> numbers(std::string_view word) {
+    std::vector<std::string_view> out;
+    std::size_t i = 0;
+    while (i < word.size()) {
+        if (!std::isdigit(static_cast<unsigned char>(word[i]))) {
+            ++i;
+            continue;
+        }
+        std::size_t j = i;
+        while (j < word.size() && std::isdigit(static_cast<unsigned char>(word[j]))) ++j;
+        out.push_back(word.substr(i, j - i));
+        i = j;
+    }
+    return out;
+}
+
+}  // namespace
+
+std::optional<std::string> closest_name(std::string_view word, const std::vector<std::string>& candidates) {
+    const auto own = numbers(word);
+    std::vector<std::string> same_numbers;
+    for (const auto& c : candidates) {
+        if (numbers(c) == own) same_numbers.push_back(c);
+    }
+    return closest_match(word, same_numbers);
+}
+
 }  // namespace podsim::core

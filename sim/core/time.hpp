@@ -47,6 +47,14 @@ inline Time from_seconds(double seconds) {
     return static_cast<Time>(picoseconds);
 }
 
+// a + b of instants and durations that are not negative; throws TimeOverflow past kMaxTime.
+inline Time add_times(Time a, Time b) {
+    Time sum = 0;
+    if (__builtin_add_overflow(a, b, &sum))
+        throw TimeOverflow("the simulated time passes the limit of int64 picoseconds (about 106 days)");
+    return sum;
+}
+
 inline double to_seconds(Time t) {
     return static_cast<double>(t) / static_cast<double>(kSecond);
 }

@@ -27,6 +27,7 @@ struct Calibration {
     double ici_hop_latency_factor = 0.0;  // multiplies the topology's hop latency
     double collective_overhead = 0.0;     // seconds per collective (launch and synchronisation)
     double dcn_efficiency = 0.0;
+    double slice_step_jitter = 0.0;    // standard deviation of one slice's step, a fraction of it
     double compile_time_base = 0.0;    // seconds per compilation
     double compile_time_per_op = 0.0;  // seconds per fused op of the step program
     // Host work of a whole run (training_run module), per framework; graph size counts fused ops
@@ -46,8 +47,8 @@ struct Calibration {
 
     bool operator==(const Calibration&) const = default;
     static Calibration defaults();
-    double attention_traffic(parallel::Framework framework) const;  // 1 under JAX
-    double mxu_shape_factor(MatmulShapeClass shape_class) const;    // 1 for large matmuls
+    double attention_traffic(parallel::Framework framework, bool attention_dropout) const;  // 1 under JAX
+    double mxu_shape_factor(MatmulShapeClass shape_class) const;  // 1 for large matmuls
     double host_overhead(parallel::Framework framework) const;
 };
 

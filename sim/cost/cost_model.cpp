@@ -4,6 +4,7 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <numbers>
 
 #include "collectives/closed_form.hpp"
 #include "core/assert.hpp"
@@ -24,8 +25,13 @@ CostModel::CostModel(CostContext context) : c_(context) {
     // Per device: on v2/v3 each TensorCore is a device with half the chip's peak and HBM bandwidth.
     peak_flops_ = c_.topology.chip.device_peak_flops_for(c_.compute_dtype);
     mxu_efficiency_ = c_.calibration.mxu_efficiency;
-    attention_traffic_ = c_.calibration.attention_traffic(c_.runtime.framework);
+    attention_traffic_ = c_.calibration.attention_traffic(c_.runtime.framework, c_.attention_dropout);
     hbm_bandwidth_ = c_.topology.chip.device_hbm_bandwidth() * c_.calibration.hbm_efficiency;
+    // Slices synchronise once a step through the cross-slice gradient reduction, so a step lasts as
+    // long as the slowest slice's: each slice's step jitters by slice_step_jitter (one standard
+    // deviation), and the slowest of S lands E[max of S] deviations beyond the mean. Spread over
+    // the device work, as the wait scales with the step.
+    slice_wait_ = 1.0 + c_.calibration.slice_step_jitter * expected_max_of_normals(c_.slices);
     PODSIM_ASSERT(peak_flops_ > 0.0 && hbm_bandwidth_ > 0.0, "topology without peak or HBM bandwidth");
 }
 
@@ -73,8 +79,26 @@ OpCost CostModel::cost(const parallel::DeviceOp& op, const parallel::DeviceProgr
                                                   c_.calibration.mxu_shape_factor(out.shape_class));
     }
     out.memory_bound = out.memory_seconds > out.compute_seconds;
-    out.seconds = std::max(out.compute_seconds, out.memory_seconds) + c_.calibration.op_overhead;
+    out.seconds =
+        (std::max(out.compute_seconds, out.memory_seconds) + c_.calibration.op_overhead) * slice_wait_;
     return out;
+}
+
+double expected_max_of_normals(int n) {
+    if (n <= 1) return 0.0;
+    // E[max] = integral of x n phi(x) Phi(x)^(n-1) dx, by Simpson's rule on [-10, 10].
+    constexpr int kSteps = 4000;
+    constexpr double kLow = -10.0, kHigh = 10.0, kH = (kHigh - kLow) / kSteps;
+    const double inv_sqrt_2pi = 1.0 / std::sqrt(2.0 * std::numbers::pi);
+    double sum = 0.0;
+    for (int i = 0; i <= kSteps; ++i) {
+        const double x = kLow + kH * i;
+        const double density = inv_sqrt_2pi * std::exp(-0.5 * x * x);
+        const double below = 0.5 * std::erfc(-x / std::sqrt(2.0));
+        const double f = x * n * density * std::pow(below, n - 1);
+        sum += (i == 0 || i == kSteps ? 1.0 : (i % 2 ? 4.0 : 2.0)) * f;
+    }
+    return sum * kH / 3.0;
 }
 
 double CostModel::compile_seconds(const parallel::DeviceProgram& program) const {

@@ -25,7 +25,14 @@ struct CostContext {
     const parallel::RuntimeSpec& runtime;
     const Calibration& calibration;
     core::DType compute_dtype = core::DType::bf16;
+    // The model drops out attention weights in training (model attention_dropout > 0).
+    bool attention_dropout = false;
+    int slices = 1;  // joined over DCN
 };
+
+// The mean of the largest of `n` independent standard normal draws (0 for one): how far the slowest
+// of n jittering slices lands beyond the mean, in standard deviations.
+double expected_max_of_normals(int n);
 
 // Roofline per fused op:
 //   time = max(padded FLOPs / (peak * mxu_efficiency * shape factor),
@@ -50,6 +57,7 @@ class CostModel {
     double mxu_efficiency_;
     double attention_traffic_;  // multiplies the HBM time of ops on the S x S attention scores
     double hbm_bandwidth_;
+    double slice_wait_ = 1.0;  // device work stretched by the wait for the slowest slice
 };
 
 }  // namespace podsim::cost

@@ -13,6 +13,7 @@ struct ChipSpec {
     std::string name;
     std::map<core::DType, double> peak_flops;  // FLOP/s per chip, by operand dtype
     double hbm_capacity = 0.0;                 // bytes
+    double hbm_bytes_limit = 0.0;              // bytes the runtime grants XLA; 0 = hbm_capacity
     double hbm_bandwidth = 0.0;                // bytes/s
     int mxu_tile = static_cast<int>(topology_key("chip.mxu_tile").integer_default());  // systolic array side
     int tensorcores_per_chip = static_cast<int>(topology_key("chip.tensorcores_per_chip").integer_default());
@@ -27,6 +28,10 @@ struct ChipSpec {
     // What one device (one mesh position) has.
     double device_peak_flops_for(core::DType dtype) const { return peak_flops_for(dtype) / devices_per_chip; }
     double device_hbm_capacity() const { return hbm_capacity / devices_per_chip; }
+    // What XLA may allocate on one device: the memory verdict's limit.
+    double device_hbm_bytes_limit() const {
+        return (hbm_bytes_limit > 0.0 ? hbm_bytes_limit : hbm_capacity) / devices_per_chip;
+    }
     double device_hbm_bandwidth() const { return hbm_bandwidth / devices_per_chip; }
     bool operator==(const ChipSpec&) const = default;
 };

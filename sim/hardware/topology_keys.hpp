@@ -46,6 +46,15 @@ inline constexpr core::Key kTopologyKeys[] = {
      .maximum = 1.2e14,
      .positive = true,
      .help = "HBM per chip"},
+    {.path = "chip.hbm_bytes_limit",
+     .kind = KeyKind::quantity,
+     .dimension = Dimension::bytes,
+     .default_note = "hbm_capacity",
+     .maximum = 1.2e14,
+     .positive = true,
+     .help = "what the runtime lets XLA allocate per chip (JAX's memory_stats() bytes_limit): the memory "
+             "verdict's limit. GPU: XLA_PYTHON_CLIENT_MEM_FRACTION of the device; TPU: HBM less what "
+             "the runtime reserves"},
     {.path = "chip.hbm_bandwidth",
      .kind = KeyKind::quantity,
      .dimension = Dimension::bandwidth,

@@ -7,7 +7,7 @@
 namespace podsim::memory {
 namespace {
 
-enum Holder { kActivations, kGathered, kCollective, kTemporaries, kHolders };
+enum Holder { kActivations, kGathered, kCollective, kTemporaries, kGrads, kHolders };
 
 struct Change {
     core::Time time;
@@ -42,10 +42,24 @@ int pass_of(workload::Phase phase) {
     return phase == workload::Phase::forward ? 0 : 1;
 }
 
-// Forward outputs kept for the backward, and recomputed ones, live until their layer's backward ends.
+// The residuals of kept forward ops and of recompute copies live until their layer's backward ends.
 bool awaits_backward(const parallel::DeviceOp& op) {
     return op.phase == workload::Phase::recompute ||
            (op.phase == workload::Phase::forward && op.kept_for_backward);
+}
+
+// An op's output is a temporary unless it is one of the residuals the op keeps, or an optimizer
+// update's, which writes the donated parameters and state in place.
+bool output_is_temporary(const parallel::DeviceOp& op) {
+    return !(awaits_backward(op) && op.output_saved) && op.phase != workload::Phase::optimizer;
+}
+
+// The first op of the layers' backward (their recompute included): gradient accumulators are
+// allocated there (XLA: the zeroed operands of the backward `while`), and the head's residuals,
+// whose backward ran just before, are gone.
+bool starts_layer_backward(const parallel::DeviceOp& op) {
+    return is_compute(op) && op.layer >= 0 &&
+           (op.phase == workload::Phase::backward || op.phase == workload::Phase::recompute);
 }
 
 }  // namespace
@@ -77,11 +91,21 @@ MemoryProfile profile_memory(const parallel::DeviceProgram& program, const sched
         return (static_cast<std::size_t>(group) * 2 + static_cast<std::size_t>(pass)) * microbatches +
                static_cast<std::size_t>(microbatch);
     };
+    std::vector<core::Time> forward_end(
+        copies ? static_cast<std::size_t>(max_layer - min_layer + 1) * microbatches : 0, -1);
     std::vector<core::Time> backward_end(static_cast<std::size_t>(max_layer - min_layer + 1) * microbatches,
                                          -1);
     std::vector<core::Time> last_user_end((static_cast<std::size_t>(max_group) + 1) * 2 * microbatches, -1);
     std::vector<core::Time> offload_end(copies ? ops.size() : 0, -1),
         reload_start(copies ? ops.size() : 0, -1);
+    // By microbatch: the start of its layers' backward, -1 when it has none.
+    std::vector<core::Time> layers_backward_start(microbatches, -1);
+    int first_backward = -1;  // where stacked gradients are allocated
+    // By parameter group: whether it is a layer's, and the first start (microbatch 0) and last end of
+    // its backward ops, which write its gradients.
+    const std::size_t groups = program.group_grads_bytes.size();
+    std::vector<bool> layer_group(groups, false);
+    std::vector<core::Time> group_grad_start(groups, -1), group_grad_end(groups, -1);
     for (std::size_t i = 0; i < ops.size(); ++i) {
         const auto& op = ops[i];
         if (op.category == parallel::OpCategory::copy && op.source_op >= 0) {
@@ -93,6 +117,25 @@ MemoryProfile profile_memory(const parallel::DeviceProgram& program, const sched
             }
         }
         if (!is_compute(op) || op.phase == workload::Phase::optimizer) continue;
+        if (starts_layer_backward(op)) {
+            auto& start = layers_backward_start[static_cast<std::size_t>(op.microbatch)];
+            if (start < 0) start = spans[i].start;
+            if (first_backward < 0 || spans[i].start < spans[static_cast<std::size_t>(first_backward)].start)
+                first_backward = static_cast<int>(i);
+        }
+        if (op.param_group >= 0 && static_cast<std::size_t>(op.param_group) < groups) {
+            const auto g = static_cast<std::size_t>(op.param_group);
+            if (op.layer >= 0) layer_group[g] = true;
+            if (op.phase == workload::Phase::backward) {
+                if (op.microbatch == 0 && (group_grad_start[g] < 0 || spans[i].start < group_grad_start[g]))
+                    group_grad_start[g] = spans[i].start;
+                group_grad_end[g] = std::max(group_grad_end[g], spans[i].end);
+            }
+        }
+        if (copies && op.phase == workload::Phase::forward) {
+            auto& end = forward_end[layer_slot(op.layer, op.microbatch)];
+            end = std::max(end, spans[i].end);
+        }
         if (op.phase != workload::Phase::forward) {
             auto& end = backward_end[layer_slot(op.layer, op.microbatch)];
             end = std::max(end, spans[i].end);
@@ -117,24 +160,69 @@ MemoryProfile profile_memory(const parallel::DeviceProgram& program, const sched
     int previous = -1;  // previous compute op, whose output the current one consumes
     auto free_temporary = [&](int op_index, core::Time at) {
         const auto& p = ops[static_cast<std::size_t>(op_index)];
-        if (!awaits_backward(p)) change(kComputeEnds, at, -p.output_bytes, kTemporaries);
+        if (output_is_temporary(p)) change(kComputeEnds, at, -p.output_bytes, kTemporaries);
     };
+    // Gradients: from the start of the layers' backward (of the first microbatch) to the end.
+    // Gradients. The scanned layers' are the backward loop's accumulators, allocated all at once when
+    // it starts; unrolled, each layer's when its backward writes them. The groups outside the layers
+    // get theirs when their backward writes them; the head's backward runs before the layers', and
+    // with one microbatch XLA's scheduler runs its optimizer update at once (it needs nothing else),
+    // so its gradient is gone before the layers' backward.
+    const core::Time layers_start =
+        first_backward >= 0 ? spans[static_cast<std::size_t>(first_backward)].start : -1;
+    if (groups == 0) {
+        change(kOther, std::max<core::Time>(0, layers_start), fold ? fold->grads_bytes : program.grads_bytes,
+               kGrads);
+    }
+    double outside_layers = 0.0;
+    for (std::size_t g = 0; g < groups; ++g) {
+        const double bytes = program.group_grads_bytes[g];
+        const core::Time start = std::max<core::Time>(0, group_grad_start[g]);
+        if (layer_group[g]) {
+            // (Folded and unrolled, the spliced layers' backward periods add theirs as a drift.)
+            if (!program.stacked_gradients) change(kOther, start, bytes, kGrads);
+            continue;
+        }
+        outside_layers += bytes;
+        change(kOther, start, bytes, kGrads);
+        if (program.microbatches == 1 && layers_start >= 0 && group_grad_end[g] >= 0 &&
+            group_grad_end[g] <= layers_start)
+            change(kOther, layers_start, -bytes, kGrads);
+    }
+    if (groups > 0 && program.stacked_gradients) {
+        const double all = fold ? fold->grads_bytes : program.grads_bytes;
+        change(kOther, std::max<core::Time>(0, layers_start), all - outside_layers, kGrads);
+    }
+    bool layers_began = false;  // forward ops of layer -1 after this are the head's
     for (std::size_t i = 0; i < ops.size(); ++i) {
         const auto& op = ops[i];
         const auto& span = spans[i];
         if (is_compute(op)) {
+            layers_began = layers_began || op.layer >= 0;
             if (awaits_backward(op)) {
-                const core::Time end = backward_end[layer_slot(op.layer, op.microbatch)];
-                core::Time free_at = end >= 0 ? std::max(end, span.end) : span.end;
-                change(kComputeStarts, span.start, op.output_bytes, kActivations);
-                if (op.offloaded && offload_end[i] >= 0 && reload_start[i] >= 0) {
-                    change(kOther, offload_end[i], -op.output_bytes, kActivations);
-                    change(kOther, reload_start[i], op.output_bytes, kActivations);
+                core::Time end = backward_end[layer_slot(op.layer, op.microbatch)];
+                if (op.layer < 0 && layers_began && op.phase == workload::Phase::forward) {
+                    const core::Time head_end =
+                        layers_backward_start[static_cast<std::size_t>(op.microbatch)];
+                    if (head_end >= 0) end = head_end;
                 }
-                change(kDeferred, free_at, -op.output_bytes, kActivations);
-            } else {
-                change(kComputeStarts, span.start, op.output_bytes, kTemporaries);
+                if (op.release_op >= 0) end = spans[static_cast<std::size_t>(op.release_op)].end;
+                core::Time free_at = end >= 0 ? std::max(end, span.end) : span.end;
+                change(kComputeStarts, span.start, op.saved_bytes, kActivations);
+                if (op.offloaded && offload_end[i] >= 0 && reload_start[i] >= 0) {
+                    // Away once its copy to the host is done; XLA's schedule puts that copy-done
+                    // within the layer's forward (its memory analysis counts the value on the host
+                    // from there), and a slower host link delays the compute, not the memory.
+                    const core::Time layer_done = forward_end[layer_slot(op.layer, op.microbatch)];
+                    const core::Time away = layer_done >= 0
+                                                ? std::min(offload_end[i], std::max(layer_done, span.end))
+                                                : offload_end[i];
+                    change(kOther, away, -op.saved_bytes, kActivations);
+                    change(kOther, reload_start[i], op.saved_bytes, kActivations);
+                }
+                change(kDeferred, free_at, -op.saved_bytes, kActivations);
             }
+            if (output_is_temporary(op)) change(kComputeStarts, span.start, op.output_bytes, kTemporaries);
             if (previous >= 0) free_temporary(previous, span.end);
             previous = static_cast<int>(i);
         } else if (op.category == parallel::OpCategory::all_gather && op.param_group >= 0) {
@@ -174,14 +262,12 @@ MemoryProfile profile_memory(const parallel::DeviceProgram& program, const sched
     MemoryProfile profile;
     profile.capacity_bytes = capacity_bytes;
     const double params = fold ? fold->params_bytes : program.params_bytes;
-    const double grads = fold ? fold->grads_bytes : program.grads_bytes;
     const double optimizer = fold ? fold->optimizer_bytes : program.optimizer_bytes;
-    const double fixed = params + grads + optimizer;
-    double live[kHolders] = {0.0, 0.0, 0.0, 0.0};
+    const double fixed = params + optimizer;
+    double live[kHolders] = {};
     double total = fixed;
     profile.peak_bytes = fixed;
     profile.at_peak.params = params;
-    profile.at_peak.grads = grads;
     profile.at_peak.optimizer = optimizer;
     auto record_peak = [&](double bytes, core::Time at, const double* holders) {
         profile.peak_bytes = bytes;
@@ -190,6 +276,7 @@ MemoryProfile profile_memory(const parallel::DeviceProgram& program, const sched
         profile.at_peak.gathered_weights = holders[kGathered];
         profile.at_peak.collective_buffers = holders[kCollective];
         profile.at_peak.temporaries = holders[kTemporaries];
+        profile.at_peak.grads = holders[kGrads];
     };
     const std::size_t changes = compute.size() + later.size();
     if (!fold) {
@@ -324,14 +411,27 @@ MemoryProfile profile_memory(const parallel::DeviceProgram& program, const sched
     return profile;
 }
 
-// Any schedule holds, when the last forward compute op of a microbatch starts, the
-// parameters, gradients and optimizer state and every forward output of that microbatch kept in HBM
-// for the backward (memory/memory_profile.cpp: a kept output is live from its op's start until its
-// layer's backward ends, and the backward of every layer starts after the last forward op); the
-// profile's peak is at least that sum, and none of it depends on the prefetch depth.
+// Any schedule holds, when the layers' backward of a microbatch starts, the parameters, gradients
+// (allocated there at the latest) and optimizer state and every residual the layers' forward ops of
+// that microbatch keep in HBM (a kept op's residuals are live from its start until its layer's
+// backward ends, and the backward of every layer starts after the last forward op); the profile's
+// peak is at least that sum, and none of it depends on the prefetch depth. (The embedding's and
+// the head's residuals are left out: the head's are gone by then.)
 double least_peak_bytes(const parallel::DeviceProgram& program, const LeastPeakFold* fold) {
-    const double fixed =
-        fold ? fold->fixed : program.params_bytes + program.grads_bytes + program.optimizer_bytes;
+    // Gradients there for sure: the scanned layers' accumulators (unrolled, they come one layer at a
+    // time; the other groups' come and go around the layers' backward).
+    double outside_layers = 0.0;
+    std::vector<bool> in_layer(program.group_grads_bytes.size(), false);
+    for (const auto& op : program.ops) {
+        if (op.param_group >= 0 && static_cast<std::size_t>(op.param_group) < in_layer.size() &&
+            op.layer >= 0)
+            in_layer[static_cast<std::size_t>(op.param_group)] = true;
+    }
+    for (std::size_t g = 0; g < in_layer.size(); ++g)
+        if (!in_layer[g]) outside_layers += program.group_grads_bytes[g];
+    const double grads =
+        program.stacked_gradients ? (fold ? fold->grads : program.grads_bytes) - outside_layers : 0.0;
+    const double fixed = (fold ? fold->fixed : program.params_bytes + program.optimizer_bytes) + grads;
     // Outputs whose layer has no backward op are freed when their op ends: not counted.
     int min_layer = 0, max_layer = 0, microbatches = 1;
     for (const auto& op : program.ops) {
@@ -352,9 +452,9 @@ double least_peak_bytes(const parallel::DeviceProgram& program, const LeastPeakF
     std::vector<double> kept(static_cast<std::size_t>(microbatches), 0.0);  // per microbatch
     for (const auto& op : program.ops) {
         if (is_compute(op) && op.phase == workload::Phase::forward && op.kept_for_backward && !op.offloaded &&
-            has_backward[slot(op)])
+            op.layer >= 0 && has_backward[slot(op)])
             kept[static_cast<std::size_t>(op.microbatch)] +=
-                fold && op.layer == fold->layer ? (1.0 + fold->extra) * op.output_bytes : op.output_bytes;
+                fold && op.layer == fold->layer ? (1.0 + fold->extra) * op.saved_bytes : op.saved_bytes;
     }
     double least_peak = fixed;
     for (double bytes : kept) least_peak = std::max(least_peak, fixed + bytes);

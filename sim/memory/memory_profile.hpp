@@ -33,7 +33,9 @@ struct MemoryProfile {
     core::Time peak_time = 0;
     int peak_op = -1;  // the op running when the peak was reached
     MemoryBreakdown at_peak;
-    double capacity_bytes = 0.0;
+    double capacity_bytes = 0.0;      // what the runtime grants XLA (the verdict's limit)
+    double hbm_bytes = 0.0;           // the device's HBM
+    double host_offload_bytes = 0.0;  // residuals in pinned host memory at once (remat offload)
     bool fits = true;
     double overflow_bytes = 0.0;        // peak - capacity when it does not fit
     std::vector<MemorySample> samples;  // live bytes after each change, for the trace's counter
@@ -76,10 +78,11 @@ MemoryProfile profile_memory(const parallel::DeviceProgram& program, const sched
 
 // A lower bound on profile_memory's peak for every schedule of `program` (whatever the timeline,
 // e.g. at any FSDP prefetch depth): the memory a step holds that no scheduling choice changes.
-// With `fold`: of the program with layer `fold->layer`'s outputs kept `fold->extra` more times and
-// `fold->fixed` bytes of whole-step state (run/fold.hpp).
+// With `fold`: of the program with layer `fold->layer`'s residuals kept `fold->extra` more times and
+// the whole model's state (run/fold.hpp).
 struct LeastPeakFold {
-    double fixed = 0.0;
+    double fixed = 0.0;  // parameters and optimizer state of the whole model
+    double grads = 0.0;  // gradients of the whole model
     int layer = 0;
     int extra = 0;
 };

@@ -53,8 +53,9 @@ struct DeviceOp {
     // and padding between fields would make every pass over them touch more memory.
     OpCategory category = OpCategory::fusion;
     workload::Phase phase = workload::Phase::forward;
-    bool kept_for_backward = false;  // compute ops
-    bool offloaded = false;          // kept output moved to host memory until its layer's backward
+    bool kept_for_backward = false;  // compute ops: forward, not recomputed, holds saved_bytes
+    bool offloaded = false;          // saved_bytes moved to host memory until its layer's backward
+    bool output_saved = false;       // the output is part of saved_bytes (not also a temporary)
     // A matmul split in two to overlap a collective (collective matmul): the part that is not the
     // op's first is a continuation, counted with its op in op counts.
     bool continuation = false;
@@ -66,12 +67,18 @@ struct DeviceOp {
     int param_group = -1;
     int resource = 0;    // index into DeviceProgram::resources
     int source_op = -1;  // copy ops: the op whose output they move
+    // Recompute copies: the op at whose end their saved bytes are freed (the backward of the forward
+    // op they recompute); -1: when their layer's backward ends.
+    int release_op = -1;
     collectives::CollectiveKind collective = collectives::CollectiveKind::all_gather;  // collective ops
     int comm_axis = -1;  // collective ops: index into DeviceProgram::comm_axes
     // compute ops
     double flops = 0.0;  // per chip, matmul FLOPs
     double bytes = 0.0;  // per chip, HBM bytes read + written
     double output_bytes = 0.0;
+    // Residuals kept for the backward (workload::Op::saved): a kept forward op or a recompute copy
+    // holds them from its start until its layer's backward ends.
+    double saved_bytes = 0.0;
     double mm_batch = 1.0, mm_m = 0.0, mm_n = 0.0, mm_k = 0.0;  // per-chip matmul shape
     double flop_scale = 1.0;  // executed FLOPs / (2 batch m n k): fused multi-matmul kernels, skipped blocks
     // collective ops
@@ -98,6 +105,27 @@ struct StageState {
 // (Resource::stage), and ops wait for ops of other stages through collective-permutes: `ops` holds
 // the programs of every stage, each in its own program order, interleaved in an order in which
 // every op follows the ops it waits for.
+// Where a buffer's bytes count in the memory breakdown (memory::MemoryBreakdown's fields).
+enum class BufferHolder : std::uint8_t {
+    params,
+    grads,
+    optimizer,
+    activations,
+    gathered_weights,
+    collective_buffers,
+    temporaries,
+};
+
+// A buffer of a program that states its memory itself (a compiled XLA module, whose buffers and
+// their users are known): live from the start of op `first_op` to the end of op `last_op`; -1 for
+// either end means the step's start or end (entry arguments, outputs).
+struct Buffer {
+    double bytes = 0.0;
+    int first_op = -1;
+    int last_op = -1;
+    BufferHolder holder = BufferHolder::temporaries;
+};
+
 struct DeviceProgram {
     std::vector<DeviceOp> ops;  // program order
     std::vector<Resource> resources;
@@ -111,6 +139,14 @@ struct DeviceProgram {
     double optimizer_bytes = 0.0;
     int stages = 1;                       // pipeline stages: programs
     std::vector<StageState> stage_state;  // by stage, when stages > 1
+    // When the gradients are allocated: the scanned layers' all at once when their backward loop
+    // starts (XLA: the loop's zeroed accumulators), or, unrolled, each group's (group_grads_bytes,
+    // by parameter group) by its first backward op.
+    bool stacked_gradients = true;
+    std::vector<double> group_grads_bytes;
+    // Empty for a lowered model (memory::profile_memory models its memory); an imported module's
+    // buffers (memory::profile_buffers replays them).
+    std::vector<Buffer> buffers;
 };
 
 }  // namespace podsim::parallel

@@ -89,6 +89,7 @@ class Partitioner {
         std::vector<int> step_ops;
         std::vector<int> optimizer_ops;
         for (int i : order) (g_.op(i).phase == Phase::optimizer ? optimizer_ops : step_ops).push_back(i);
+        if (in_.runtime.async()) reduce_first(step_ops);
         plan_groups(step_ops);
         // A graph op's compute op is the same in every microbatch but for the microbatch index.
         compute_ops_.reserve(g_.size());
@@ -105,8 +106,23 @@ class Partitioner {
         for (int mb = 0; mb < in_.training.microbatches; ++mb) {
             emit_microbatch(step_ops, mb, mb + 1 == in_.training.microbatches, final_grad);
         }
+        // Without DCN overlap the cross-slice reductions start when the backward has finished: each
+        // group's just before its update (the DCN runs them in program order), which keeps the
+        // updates' blocks alike from one layer to the next.
+        std::vector<int> deferred(g_.param_groups.size(), -1);
+        for (std::size_t k = 0; k < deferred_dcn_.size(); ++k)
+            deferred[static_cast<std::size_t>(deferred_dcn_[k].group)] = static_cast<int>(k);
+        auto reduce_deferred = [&](int group) {
+            int& k = deferred[static_cast<std::size_t>(group)];
+            if (k < 0) return;
+            const DeferredReduce& d = deferred_dcn_[static_cast<std::size_t>(k)];
+            final_grad[static_cast<std::size_t>(group)] =
+                reduce_over_slices(d.group, d.after, d.microbatch, d.data_axis, d.shard);
+            k = -1;
+        };
         for (int i : optimizer_ops) {
             const Op& op = g_.op(i);
+            if (op.param_group >= 0) reduce_deferred(op.param_group);
             DeviceOp d = compute_ops_[static_cast<std::size_t>(i)];
             int group = op.param_group;
             if (group >= 0 && final_grad[static_cast<std::size_t>(group)] >= 0) {
@@ -114,6 +130,7 @@ class Partitioner {
             }
             emit(std::move(d), {.rule = OpSizing::Rule::compute, .ref = i});
         }
+        for (std::size_t g = 0; g < deferred.size(); ++g) reduce_deferred(static_cast<int>(g));
         p_.names = names_->store();
         return std::move(p_);
     }
@@ -379,7 +396,10 @@ class Partitioner {
                     op.flops *= rule.fraction;
                     op.bytes *= rule.fraction;
                     op.flop_scale *= rule.fraction;
-                    if (rule.zero_output) op.output_bytes = 0.0;
+                    if (rule.zero_output) {
+                        op.output_bytes = 0.0;
+                        op.saved_bytes = 0.0;
+                    }
                     break;
                 case OpSizing::Rule::collective_input:
                     op.collective_bytes =
@@ -388,11 +408,11 @@ class Partitioner {
                 case OpSizing::Rule::collective_output: {
                     DeviceOp& source = program.ops[ref];
                     op.collective_bytes = source.output_bytes;
-                    if (rule.divide_source) source.output_bytes /= static_cast<double>(tensor_);
+                    if (rule.divide_source) split_output(source);
                     break;
                 }
                 case OpSizing::Rule::copy:
-                    op.bytes = program.ops[ref].output_bytes;
+                    op.bytes = program.ops[ref].saved_bytes;
                     break;
             }
         }
@@ -401,15 +421,23 @@ class Partitioner {
   private:
     // A device op's sizes (DeviceOp's fields of the same names and defaults).
     struct OpSizes {
-        double flops = 0.0, bytes = 0.0, output_bytes = 0.0;
+        double flops = 0.0, bytes = 0.0, output_bytes = 0.0, saved_bytes = 0.0;
         double mm_batch = 1.0, mm_m = 0.0, mm_n = 0.0, mm_k = 0.0;
         double flop_scale = 1.0;
     };
+
+    // A sequence-parallel reduce-scatter leaves the op's output (and the saved copy of it) split.
+    void split_output(DeviceOp& op) const {
+        const double split = op.output_bytes / static_cast<double>(tensor_);
+        if (op.output_saved) op.saved_bytes -= op.output_bytes - split;
+        op.output_bytes = split;
+    }
 
     static void size_as(DeviceOp& op, const OpSizes& compute) {
         op.flops = compute.flops;
         op.bytes = compute.bytes;
         op.output_bytes = compute.output_bytes;
+        op.saved_bytes = compute.saved_bytes;
         op.mm_batch = compute.mm_batch;
         op.mm_m = compute.mm_m;
         op.mm_n = compute.mm_n;
@@ -501,7 +529,7 @@ class Partitioner {
         c.layer = src.layer;
         c.microbatch = src.microbatch;
         c.resource = transfer_resource_;
-        c.bytes = src.output_bytes;
+        c.bytes = src.saved_bytes;
         c.source_op = source;
         c.to_host = to_host;
         return c;
@@ -529,6 +557,11 @@ class Partitioner {
         p_.params_bytes = state.params;
         p_.grads_bytes = state.grads;
         p_.optimizer_bytes = state.optimizer;
+        p_.stacked_gradients = in_.training.scan_layers;
+        p_.group_grads_bytes.reserve(groups.size());
+        for (const auto* group : groups)
+            p_.group_grads_bytes.push_back(unsharded_params(*group) / static_cast<double>(fsdp_) *
+                                           param_bytes_);
     }
 
     // A group's parameters once gathered over FSDP: split over tensor and, the routed experts', over
@@ -575,6 +608,7 @@ class Partitioner {
         d.param_group = op.param_group;
         d.resource = 0;
         d.kept_for_backward = op.kept_for_backward;
+        d.output_saved = op.output_saved;
         d.attention_scores = op.attention_internal && op.backward != workload::BackwardKind::flash_attention;
         size_as(d, sizes_of(op));
         return d;
@@ -585,6 +619,7 @@ class Partitioner {
         const std::int64_t samples = samples_of(op);
         for (const auto& t : op.reads) d.bytes += bytes(t, samples);
         for (const auto& t : op.writes) d.output_bytes += bytes(t, samples);
+        for (const auto& t : op.saved) d.saved_bytes += bytes(t, samples);
         d.bytes += d.output_bytes;
         if (op.kind == OpKind::matmul) {
             const auto& s = op.matmul;
@@ -609,6 +644,7 @@ class Partitioner {
             !op.attention_internal) {
             d.bytes /= static_cast<double>(tensor_);
             d.output_bytes /= static_cast<double>(tensor_);
+            d.saved_bytes /= static_cast<double>(tensor_);
         }
         return d;
     }
@@ -671,6 +707,29 @@ class Partitioner {
         if (stage_ != 0) to_stage(d);
         if (sizing_) sizing_->push_back({.rule = OpSizing::Rule::compute, .ref = graph_op});
         return static_cast<int>(p_.ops.size()) - 1;
+    }
+
+    // XLA's latency-hiding scheduler starts an async collective as early as its operand allows and
+    // fills the wait with independent work (xla/service/latency_hiding_scheduler.cc). In the backward
+    // of a matmul whose input gradient is reduced over `tensor`, the weight gradient does not depend
+    // on that reduction: the input gradient goes first, and its all-reduce (or reduce-scatter) runs
+    // under the weight gradient. Lowering emits the weight gradient first.
+    void reduce_first(std::vector<int>& step_ops) const {
+        if (tensor_ <= 1) return;
+        for (std::size_t pos = 0; pos + 1 < step_ops.size(); ++pos) {
+            const Op& first = g_.op(step_ops[pos]);
+            const Op& second = g_.op(step_ops[pos + 1]);
+            if (first.kind != OpKind::matmul || second.kind != OpKind::matmul ||
+                block_of(first.phase) != Block::backward || first.phase != second.phase ||
+                first.layer != second.layer || first.param_group < 0 ||
+                first.param_group != second.param_group || second.matmul.k.shard != Shard::tensor ||
+                first.matmul.k.shard == Shard::tensor)
+                continue;
+            const auto preds = preds_.of(step_ops[pos + 1]);
+            if (std::find(preds.begin(), preds.end(), step_ops[pos]) != preds.end()) continue;
+            std::swap(step_ops[pos], step_ops[pos + 1]);
+            ++pos;
+        }
     }
 
     static constexpr std::size_t kUnused = static_cast<std::size_t>(-1);
@@ -766,27 +825,35 @@ class Partitioner {
         // Remat offload, per layer: (copy to host, op whose output it moved), and the copies back.
         std::map<int, std::vector<std::pair<int, int>>> offloaded;
         std::map<int, std::vector<int>> reloads;
-        auto reload_layer = [&](int layer) {
+        auto reload_layer = [&](int layer, int after) {
             if (transfer_resource_ < 0 || reloads.count(layer)) return;
             auto& out = reloads[layer];
             for (auto [to_host, source] : offloaded[layer]) {
                 DeviceOp back = copy_op(source, false);
                 back.deps = {to_host};
+                // Not before the backward reaches the layer above (one layer ahead).
+                if (after >= 0) back.deps.push_back(after);
                 out.push_back(emit(std::move(back), {.rule = OpSizing::Rule::copy, .ref = source}));
             }
         };
         std::vector<int> own_ready;
         if (section.ready == nullptr) own_ready.assign(g_.size(), -1);
         std::vector<int>& ready = section.ready ? *section.ready : own_ready;  // graph op -> device op
+        std::vector<int> computed(g_.size(), -1);                              // graph op -> its compute op
         int last_compute = last_compute_;
 
         auto issue_gather = [&](int block, int group) {
             if (fsdp_axis < 0 || gather(block, group) >= 0 || !section.gathers) return;
             const auto& pg = g_.param_groups[static_cast<std::size_t>(group)];
             Phase phase = block == 0 ? Phase::forward : Phase::backward;
+            // PyTorch/XLA's pinned-layout all-gather is an all-reduce of the zero-padded shard: the
+            // same gathered weights, at an all-reduce's cost.
             DeviceOp ag = collective(
                 group_name(group, block == 0 ? GroupSuffix::all_gather_fwd : GroupSuffix::all_gather_bwd),
-                CollectiveKind::all_gather, fsdp_axis, gathered_bytes(pg), phase, pg.layer, mb);
+                in_.runtime.gathers_via_all_reduce() ? CollectiveKind::all_reduce
+                                                     : CollectiveKind::all_gather,
+                fsdp_axis, gathered_bytes(pg), phase, pg.layer, mb);
+            ag.category = OpCategory::all_gather;
             ag.param_group = group;
             if (section.gather_last_mb >= 0) {
                 ag.microbatch = section.gather_last_mb;
@@ -826,8 +893,8 @@ class Partitioner {
                 if (block == 1 && op.layer >= 0 && transfer_resource_ >= 0) {
                     // The layer's offloaded activations come back before its recompute and backward,
                     // and the next layer's are fetched while this one runs (one layer ahead).
-                    reload_layer(op.layer);
-                    reload_layer(op.layer - 1);
+                    reload_layer(op.layer, last_compute);
+                    reload_layer(op.layer - 1, last_compute);
                     deps.append(reloads[op.layer].begin(), reloads[op.layer].end());
                 }
                 if (pos == 0 && host_blocks_ && section.waits_for_host) deps.push_back(host_op_);
@@ -890,6 +957,8 @@ class Partitioner {
                         DeviceOp main = part_of(d, gi, other_chunks);
                         main.output_bytes = 0.0;
                         main.kept_for_backward = false;
+                        main.saved_bytes = 0.0;
+                        main.output_saved = false;
                         emit(std::move(main), {.rule = OpSizing::Rule::part,
                                                .zero_output = true,
                                                .ref = gi,
@@ -909,6 +978,8 @@ class Partitioner {
                     d.kept_for_backward = rest.kept_for_backward;
                     rest.output_bytes = 0.0;
                     rest.kept_for_backward = false;
+                    rest.saved_bytes = 0.0;
+                    rest.output_saved = false;
                 }
                 const bool parted = split || (gathers_sequence && collective_matmul);
                 index = emit(std::move(d),
@@ -917,6 +988,12 @@ class Partitioner {
             }
             last_compute = index;
             ready[static_cast<std::size_t>(gi)] = index;
+            computed[static_cast<std::size_t>(gi)] = index;
+            // A recompute copy's residuals go when the backward op of its forward op ends.
+            if (op.frees_saved_of >= 0) {
+                const int copy = computed[static_cast<std::size_t>(op.frees_saved_of)];
+                if (copy >= 0) p_.ops[static_cast<std::size_t>(copy)].release_op = index;
+            }
             if (op.offloaded && op.phase == Phase::forward) {
                 p_.ops[static_cast<std::size_t>(index)].offloaded = true;
                 DeviceOp to_host = copy_op(index, true);
@@ -933,7 +1010,7 @@ class Partitioner {
                 DeviceOp ar =
                     collective(op_name(gi, sequence ? OpSuffix::reduce_scatter : OpSuffix::all_reduce), kind,
                                tensor_axis, produced.output_bytes, op.phase, op.layer, mb);
-                if (sequence) produced.output_bytes /= static_cast<double>(tensor_);  // kept sequence-split
+                if (sequence) split_output(produced);  // kept sequence-split
                 ar.deps.push_back(index);
                 ready[static_cast<std::size_t>(gi)] = emit(
                     std::move(ar),
@@ -979,18 +1056,11 @@ class Partitioner {
             last = emit(std::move(rs));
         }
         if (last_microbatch) {
-            double shard = full / static_cast<double>(fsdp_);
-            if (data_axis >= 0) {
+            const double shard = full / static_cast<double>(fsdp_);
+            if (dcn_axis_ < 0 && data_axis >= 0) {
                 DeviceOp ar =
                     collective(group_name(group, GroupSuffix::all_reduce), CollectiveKind::all_reduce,
                                data_axis, shard, Phase::backward, pg.layer, mb);
-                ar.deps.push_back(last);
-                last = emit(std::move(ar));
-            }
-            if (dcn_axis_ >= 0) {
-                DeviceOp ar =
-                    collective(group_name(group, GroupSuffix::all_reduce_dcn), CollectiveKind::all_reduce,
-                               dcn_axis_, shard, Phase::backward, pg.layer, mb);
                 ar.deps.push_back(last);
                 last = emit(std::move(ar));
             }
@@ -1015,9 +1085,58 @@ class Partitioner {
                 ar.deps.push_back(last);
                 last = emit(std::move(ar));
             }
+            if (dcn_axis_ >= 0 && !in_.runtime.dcn_overlap && !pipeline_.pipelined()) {
+                // Started once the whole backward is done (run() emits it).
+                deferred_dcn_.push_back({group, last, mb, data_axis, shard});
+                last = -1;
+            } else if (dcn_axis_ >= 0) {
+                last = reduce_over_slices(group, last, mb, data_axis, shard);
+            }
         }
         final_grad[static_cast<std::size_t>(group)] = last;
     }
+
+    // The all-reduce of a group's gradient shard across slices, after `after`. With a data axis
+    // inside the slice too, XLA reduces hierarchically so that DCN carries one copy per slice: a
+    // reduce-scatter over the ICI data axis, the all-reduce of that piece over DCN, an all-gather
+    // over ICI (MaxText docs/guides/optimization/sharding.md, "DP Arithmetic Intensity
+    // (Hierarchical)").
+    int reduce_over_slices(int group, int after, int mb, int data_axis, double shard) {
+        const auto& pg = g_.param_groups[static_cast<std::size_t>(group)];
+        int last = after;
+        const double piece =
+            data_axis >= 0 ? shard / static_cast<double>(in_.mesh.ici_size_of("data")) : shard;
+        if (data_axis >= 0) {
+            DeviceOp rs =
+                collective(group_name(group, GroupSuffix::reduce_scatter_data),
+                           CollectiveKind::reduce_scatter, data_axis, shard, Phase::backward, pg.layer, mb);
+            rs.deps.push_back(last);
+            last = emit(std::move(rs));
+        }
+        DeviceOp ar = collective(group_name(group, GroupSuffix::all_reduce_dcn), CollectiveKind::all_reduce,
+                                 dcn_axis_, piece, Phase::backward, pg.layer, mb);
+        ar.deps.push_back(last);
+        // The first of the deferred reductions waits for the end of the backward; the DCN runs the
+        // others after it.
+        if (!in_.runtime.dcn_overlap && !dcn_started_ && last_compute_ >= 0) ar.deps.push_back(last_compute_);
+        dcn_started_ = true;
+        last = emit(std::move(ar));
+        if (data_axis >= 0) {
+            DeviceOp ag =
+                collective(group_name(group, GroupSuffix::all_gather_data), CollectiveKind::all_gather,
+                           data_axis, shard, Phase::backward, pg.layer, mb);
+            ag.deps.push_back(last);
+            last = emit(std::move(ag));
+        }
+        return last;
+    }
+
+    struct DeferredReduce {
+        int group = -1, after = -1, microbatch = 0, data_axis = -1;
+        double shard = 0.0;
+    };
+    std::vector<DeferredReduce> deferred_dcn_;
+    bool dcn_started_ = false;
 
     const PartitionInput& in_;
     const workload::OpGraph& g_;

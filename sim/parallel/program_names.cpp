@@ -13,8 +13,9 @@ std::string_view text(OpSuffix suffix) {
 
 std::string_view text(GroupSuffix suffix) {
     constexpr std::array<std::string_view, static_cast<std::size_t>(GroupSuffix::count)> texts = {
-        ".all-gather.fwd", ".all-gather.bwd",    ".reduce-scatter",    ".all-reduce",
-        ".all-reduce.dcn", ".all-reduce.stages", ".all-reduce.experts"};
+        ".all-gather.fwd",     ".all-gather.bwd",      ".reduce-scatter",
+        ".all-reduce",         ".all-reduce.dcn",      ".all-reduce.stages",
+        ".all-reduce.experts", ".reduce-scatter.data", ".all-gather.data"};
     return texts[static_cast<std::size_t>(suffix)];
 }
 

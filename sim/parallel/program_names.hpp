@@ -22,6 +22,8 @@ enum class GroupSuffix {
     all_reduce_dcn,
     all_reduce_stages,
     all_reduce_experts,
+    reduce_scatter_data,
+    all_gather_data,
     count
 };
 

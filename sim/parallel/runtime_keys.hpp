@@ -54,6 +54,20 @@ inline constexpr core::Key kRuntimeKeys[] = {
      .kind = KeyKind::boolean,
      .help = "FSDP reduce-scatters gradients in fp32 instead of the compute dtype (PyTorch/XLA FSDP's "
              "fp32_reduce_scatter; all-gathers stay in the compute dtype)"},
+    {.path = "runtime.gather_via_all_reduce",
+     .kind = KeyKind::boolean,
+     .default_note = "pytorch-xla: true, otherwise false",
+     .help = "FSDP all-gathers run as an all-reduce of the zero-padded shard, moving twice the bytes "
+             "(PyTorch/XLA's xm.all_gather with pin_layout on TPU, the default of its FSDP wrapper)"},
+    {.path = "runtime.dcn_overlap",
+     .kind = KeyKind::boolean,
+     .default_value = 1,
+     .help =
+         "the cross-slice gradient all-reduce of each parameter group runs under the rest of the backward, "
+         "as XLA schedules in-program async collectives (MaxText's "
+         "--xla_tpu_enable_data_parallel_all_reduce_opt "
+         "pipelines them across scanned layers); false: it starts when the backward has finished (PaLM's "
+         "Pathways cross-pod transfer)"},
     {.path = "runtime.host_init",
      .kind = KeyKind::choice,
      .choices = kHostInitNames,

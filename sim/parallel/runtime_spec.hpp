@@ -42,6 +42,14 @@ struct RuntimeSpec {
     std::optional<bool> collective_matmul;
     // PyTorch/XLA FSDP's `fp32_reduce_scatter`: gradients reduce-scattered in fp32.
     bool fp32_reduce_scatter = runtime_key("runtime.fp32_reduce_scatter").boolean_default();
+    // PyTorch/XLA's xm.all_gather with pin_layout=True (its FSDP wrapper's default,
+    // pin_layout_in_collective_ops) is an all-reduce of the shard zero-padded to the full size on TPU:
+    // `_all_gather_using_all_reduce` in torch_xla/core/xla_model.py (2.0 to 2.5).
+    std::optional<bool> gather_via_all_reduce;
+    // The gradient all-reduce over DCN of each parameter group issued as its gradients are complete
+    // (true), or after the whole backward (false: PaLM section 4, "the transfer does not start until
+    // each core finishes computing the gradients").
+    bool dcn_overlap = runtime_key("runtime.dcn_overlap").boolean_default();
 
     bool operator==(const RuntimeSpec&) const = default;
 
@@ -52,6 +60,9 @@ struct RuntimeSpec {
     bool async() const { return async_collectives.value_or(framework != Framework::pytorch_xla); }
     bool overlaps_collective_matmul() const {
         return collective_matmul.value_or(framework == Framework::jax && async());
+    }
+    bool gathers_via_all_reduce() const {
+        return gather_via_all_reduce.value_or(framework == Framework::pytorch_xla);
     }
     // PyTorch/XLA traces the graph on the host every step before the device runs it (lazy tensors);
     // JAX dispatches asynchronously, so the host runs ahead of the device.

@@ -15,6 +15,7 @@
 #include "core/suggest.hpp"
 #include "report/format.hpp"
 #include "report/report_fields.hpp"
+#include "training_run/whole_run_format.hpp"
 
 namespace podsim {
 
@@ -71,6 +72,36 @@ std::string chrome_trace(const RunSpec& spec, const Simulation& simulation) {
     return report::chrome_trace(spec.name, simulation.program, simulation.timeline, simulation.memory);
 }
 
+ModuleRun run_module(const ModuleRunRequest& request, SimulateOptions options) {
+    return run::run_module(request, options);
+}
+
+bool is_module_file(const std::string& path) {
+    return run::is_module_file(path);
+}
+
+std::string module_trace(const ModuleRun& run) {
+    const Simulation& s = run.simulation;
+    return report::chrome_trace(s.report.name, s.program, s.timeline, s.memory);
+}
+
+WholeRun simulate_whole_run(const RunSpec& spec) {
+    if (!spec.whole_run) {
+        core::Diagnostics d;
+        d.error({spec.source, 0, 0}, "whole_run", "the config has no whole_run: block (a run of many steps)");
+        throw ConfigError(d);
+    }
+    return training_run::simulate_whole_run(spec, *spec.whole_run);
+}
+
+std::string whole_run_json(const WholeRun& run) {
+    return training_run::whole_run_json(run);
+}
+
+std::string whole_run_trace(const WholeRun& run) {
+    return training_run::whole_run_trace(run);
+}
+
 CollectiveRequest collective_request(const CollectiveQuery& q) {
     CollectiveRequest request;
     request.topology = config::load_topology(q.topology);
@@ -96,6 +127,13 @@ CollectiveRequest collective_request(const CollectiveQuery& q) {
     request.kind = *kind;
     request.axes = q.axis.empty() ? std::vector<std::string>{request.mesh.ici.front().name}
                                   : core::split_list(q.axis, ',');
+    for (std::size_t i = 0; i < request.axes.size(); ++i) {
+        for (std::size_t j = 0; j < i; ++j) {
+            if (request.axes[j] == request.axes[i])
+                query_error("axis", fmt::format("axis {} given twice: a collective runs over each axis once",
+                                                request.axes[i]));
+        }
+    }
     request.twisted = q.twisted;
     auto bytes = core::parse_quantity(q.bytes, core::Dimension::bytes);
     if (!bytes.ok) query_error("bytes", bytes.error);
@@ -147,11 +185,24 @@ SweepSummary run_sweep(const SweepPlan& plan, SweepOptions options,
 
 std::vector<ValidationResult> validate_suite(const std::string& directory) {
     auto results = profile::evaluate_suite(config::load_validation_suite(directory));
+    // Steps XLA compiled (and ran) itself: memory against its own numbers.
+    fs::path xla_dir = fs::path(directory) / "xla";
+    if (fs::is_directory(xla_dir)) {
+        auto xla = profile::evaluate_suite(config::load_validation_suite(xla_dir.string()));
+        results.insert(results.end(), xla.begin(), xla.end());
+    }
     fs::path collective_dir = fs::path(directory) / "collectives";
     if (fs::is_directory(collective_dir)) {
         auto collective =
             profile::evaluate_collective_suite(config::load_collective_suite(collective_dir.string()));
         results.insert(results.end(), collective.begin(), collective.end());
+    }
+    if (results.empty()) {
+        // An empty table and exit 0 would read as a suite that passed.
+        core::Diagnostics d;
+        d.error({directory, 0, 0}, "",
+                "no case to validate: no podsim.validation/v1 file (*.yaml) here nor in collectives/");
+        throw ConfigError(d);
     }
     return results;
 }

@@ -23,10 +23,12 @@
 #include "report/report_fields.hpp"
 #include "report/run_report.hpp"
 #include "run/collective_run.hpp"
+#include "run/module_run.hpp"
 #include "run/run_spec.hpp"
 #include "run/simulate.hpp"
 #include "sweep/shard.hpp"
 #include "sweep/sweep_runner.hpp"
+#include "training_run/whole_run.hpp"
 
 namespace podsim {
 
@@ -71,6 +73,28 @@ std::string report_json(const RunReport& report);
 std::string report_table(const RunReport& report);
 // Chrome trace (Perfetto) of the simulated step, as `podsim run --trace` writes it.
 std::string chrome_trace(const RunSpec& spec, const Simulation& simulation);
+
+// ------------------------------------------------------------------ compiled XLA modules
+
+// `podsim run MODULE --topology T --slice S`: a compiled XLA module (HLO text or HloProto, gzipped or
+// not) lowered to its per-device program and simulated on the slice (docs/hlo-import.md).
+using ModuleRunRequest = run::ModuleRunRequest;
+using ModuleRun = run::ModuleRun;
+ModuleRun run_module(const ModuleRunRequest& request, SimulateOptions options = {});
+// Whether a file is a compiled XLA module, by its content.
+bool is_module_file(const std::string& path);
+// Chrome trace (Perfetto) of a simulated module: one span per HLO instruction run.
+std::string module_trace(const ModuleRun& run);
+
+// ------------------------------------------------------------------ whole runs
+
+using WholeRun = training_run::WholeRun;
+// The run of many steps a config's whole_run: block describes (ConfigError without one).
+WholeRun simulate_whole_run(const RunSpec& spec);
+// As `podsim run --format json` writes it for such a config (schema podsim.whole-run/v1), and the
+// Chrome trace `podsim run --trace` writes.
+std::string whole_run_json(const WholeRun& run);
+std::string whole_run_trace(const WholeRun& run);
 
 // ------------------------------------------------------------------ collectives
 

@@ -11,6 +11,7 @@
 #include <Eigen/Dense>
 
 #include "core/diagnostics.hpp"
+#include "core/suggest.hpp"
 #include "profile/measured_profile.hpp"
 #include "profile/whole_run_suite.hpp"
 #include "run/simulate.hpp"
@@ -20,11 +21,7 @@ namespace {
 
 const cost::CalibrationParameter& parameter(const std::string& name) {
     const auto* p = cost::find_calibration_parameter(name);
-    if (!p) {
-        core::Diagnostics d;
-        d.error({"podsim calibrate", 0, 0}, "--params", fmt::format("unknown parameter '{}'", name));
-        throw core::UserError(d);
-    }
+    if (!p) check_parameter_names({name});
     return *p;
 }
 
@@ -395,9 +392,34 @@ CalibrationCase case_from_profile(const std::string& id, const run::RunSpec& spe
     return c;
 }
 
+void check_parameter_names(const std::vector<std::string>& parameters) {
+    core::Diagnostics d;
+    std::vector<std::string> known;
+    for (const auto& p : cost::calibration_parameters()) known.emplace_back(p.name);
+    for (std::size_t i = 0; i < parameters.size(); ++i) {
+        const std::string& name = parameters[i];
+        if (name.empty()) {
+            d.error({"podsim calibrate", 0, 0}, "--params",
+                    "an empty parameter name (a comma too many?); `podsim explain calibration` lists them");
+        } else if (std::find(parameters.begin(), parameters.begin() + static_cast<std::ptrdiff_t>(i), name) !=
+                   parameters.begin() + static_cast<std::ptrdiff_t>(i)) {
+            d.error({"podsim calibrate", 0, 0}, "--params", fmt::format("'{}' is given twice", name));
+        } else if (!cost::find_calibration_parameter(name)) {
+            std::string message = fmt::format("unknown parameter '{}'", name);
+            if (auto hint = core::closest_match(name, known))
+                message += fmt::format(" (did you mean '{}'?)", *hint);
+            d.error({"podsim calibrate", 0, 0}, "--params",
+                    message + "; `podsim explain calibration` lists them");
+        }
+    }
+    if (parameters.empty()) d.error({"podsim calibrate", 0, 0}, "--params", "no parameter to fit");
+    core::throw_if_errors(d);
+}
+
 CalibrationResult calibrate(const std::vector<CalibrationCase>& cases,
                             const std::vector<std::string>& parameters, const cost::Calibration& start,
                             const ProgressCallback& progress) {
+    check_parameter_names(parameters);
     CalibrationResult result;
     const int measurements = count_targets(cases);
     const bool single_case = cases.size() == 1;

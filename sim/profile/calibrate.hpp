@@ -89,6 +89,11 @@ struct CalibrationResult {
 CalibrationCase case_from_profile(const std::string& id, const run::RunSpec& spec,
                                   const std::string& profile_path);
 
+// Throws core::UserError listing every name of `parameters` that is empty, given twice or not a
+// calibration parameter (with a "did you mean" where one is close), as `calibrate --params` names
+// them.
+void check_parameter_names(const std::vector<std::string>& parameters);
+
 // Least squares over relative errors, within each parameter's bounds (projected
 // Levenberg-Marquardt, finite-difference Jacobian, solved with Eigen). Parameters no target depends
 // on are left alone and listed. More free parameters than measurements is refused (core::UserError

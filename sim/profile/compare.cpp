@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <optional>
 #include <set>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <nlohmann/json.hpp>
 
@@ -75,6 +77,39 @@ Comparison compare(const report::RunReport& predicted, const MeasuredProfile& me
                               ? predicted.compile_time_s
                               : predicted.compile_time_s / std::max(1, measured.steps);
     }
+    // A profile of something else (another model, mesh or kind of step): a category that is a large
+    // part of one side's step and absent from the other's says so, whatever the times.
+    {
+        constexpr double kLargePart = 0.10;
+        static const char* kTelling[] = {"matmul",     "all-gather", "reduce-scatter",
+                                         "all-reduce", "all-to-all", "collective-permute"};
+        double predicted_total = 0.0, measured_total = 0.0;
+        for (const auto& [k, v] : pred) predicted_total += v;
+        for (const auto& [k, v] : measured.category_s) measured_total += v;
+        const bool has_categories = std::any_of(std::begin(kTelling), std::end(kTelling), [&](const char* k) {
+            return measured.category_s.count(k) > 0 || measured.category_s.count("fusion") > 0;
+        });
+        std::vector<std::string> differs;
+        for (const char* k : kTelling) {
+            if (!has_categories || predicted_total <= 0 || measured_total <= 0) break;
+            const double p = pred.count(k) ? pred.at(k) : 0.0;
+            auto it = measured.category_s.find(k);
+            const double m = it != measured.category_s.end() ? it->second : 0.0;
+            if (p >= kLargePart * predicted_total && m <= 0)
+                differs.push_back(
+                    fmt::format("{} is {:.0f}% of the predicted step but absent from the profile", k,
+                                100 * p / predicted_total));
+            if (m >= kLargePart * measured_total && p <= 0)
+                differs.push_back(fmt::format("{} is {:.0f}% of the profile's step but the config has none",
+                                              k, 100 * m / measured_total));
+        }
+        if (!differs.empty())
+            c.notes.push_back(
+                fmt::format("warning: the profile does not look like a run of this config: {}. Check that it "
+                            "was measured "
+                            "with the config's model, batch, mesh and slice",
+                            fmt::join(differs, "; ")));
+    }
     std::set<std::string> categories;
     // A compiled module has memory and no times: nothing to hold the categories against.
     if (measured.xla_memory && measured.category_s.empty()) pred.clear();
@@ -103,7 +138,13 @@ Comparison compare(const report::RunReport& predicted, const MeasuredProfile& me
     if (measured.xla_memory) {
         c.has_memory = true;
         c.predicted_peak_bytes = predicted.memory.peak_bytes;
-        c.measured_peak_bytes = measured.xla_memory->total_bytes();
+        c.measured_peak_bytes = measured.xla_memory->peak();
+        c.predicted_host_offload_bytes = predicted.memory.host_offload_bytes;
+        c.measured_host_temp_bytes = measured.xla_memory->host_temp_bytes;
+        c.predicted_limit_bytes = predicted.memory.capacity_bytes;
+        c.measured_limit_bytes = measured.xla_memory->bytes_limit;
+        c.predicted_fits = predicted.memory.fits;
+        c.measured_ran = measured.xla_memory->ran;
         c.predicted_state_bytes = predicted.memory.params_bytes + predicted.memory.optimizer_bytes;
         c.measured_parameter_bytes = measured.xla_memory->parameter_bytes;
         c.measured_temp_bytes = measured.xla_memory->temp_bytes;
@@ -145,7 +186,8 @@ std::string format_comparison(const Comparison& c) {
     }
     if (c.has_memory) {
         auto bytes = [](double b) { return core::format_bytes(b); };
-        out += "\n  memory per device (XLA buffer assignment)\n";
+        out += c.format == "xla-memory-analysis" ? "\n  memory per device (XLA's memory_analysis())\n"
+                                                 : "\n  memory per device (XLA buffer assignment)\n";
         out +=
             fmt::format("  {:<20} {:>12} {:>12} {:>12} {:>9}\n", "peak", bytes(c.predicted_peak_bytes),
                         bytes(c.measured_peak_bytes), bytes(c.predicted_peak_bytes - c.measured_peak_bytes),
@@ -157,6 +199,18 @@ std::string format_comparison(const Comparison& c) {
         out += fmt::format("  {:<20} {:>12} {:>12}\n", "the rest",
                            bytes(c.predicted_peak_bytes - c.predicted_state_bytes),
                            bytes(c.measured_peak_bytes - c.measured_parameter_bytes));
+        if (c.predicted_host_offload_bytes > 0 || c.measured_host_temp_bytes > 0) {
+            out += fmt::format("  {:<20} {:>12} {:>12}\n", "offloaded to host",
+                               bytes(c.predicted_host_offload_bytes), bytes(c.measured_host_temp_bytes));
+        }
+        if (c.measured_ran) {
+            out += fmt::format("  {:<20} {:>12} {:>12}\n", "verdict",
+                               c.predicted_fits ? std::string("fits") : std::string("oom"),
+                               *c.measured_ran ? std::string("ran") : std::string("oom"));
+            if (c.measured_limit_bytes > 0)
+                out += fmt::format("  {:<20} {:>12} {:>12}\n", "granted", bytes(c.predicted_limit_bytes),
+                                   bytes(c.measured_limit_bytes));
+        }
     }
     if (!c.largest_measured.empty()) {
         out += "\n  largest measured ops (whole profile)\n";
@@ -198,7 +252,12 @@ std::string comparison_json(const Comparison& c) {
                        {"xla_peak_bytes", c.measured_peak_bytes},
                        {"predicted_params_and_optimizer_bytes", c.predicted_state_bytes},
                        {"xla_parameter_bytes", c.measured_parameter_bytes},
-                       {"xla_temp_bytes", c.measured_temp_bytes}};
+                       {"xla_temp_bytes", c.measured_temp_bytes},
+                       {"predicted_host_offload_bytes", c.predicted_host_offload_bytes},
+                       {"xla_host_temp_bytes", c.measured_host_temp_bytes},
+                       {"predicted_fits", c.predicted_fits}};
+        if (c.measured_ran) j["memory"]["xla_ran"] = *c.measured_ran;
+        if (c.measured_limit_bytes > 0) j["memory"]["xla_bytes_limit"] = c.measured_limit_bytes;
     }
     j["notes"] = c.notes;
     // Names and ids come from user files: invalid UTF-8 becomes U+FFFD rather than an exception.

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,12 @@ struct Comparison {
     // whole reservation, and podsim's parameters and optimizer state against XLA's entry
     // parameters (which also hold the step's batch).
     bool has_memory = false;
+    // From memory_analysis() JSON lines: offloaded memory, the allocator's grant and whether the
+    // step ran (unknown: not said).
+    double predicted_host_offload_bytes = 0.0, measured_host_temp_bytes = 0.0;
+    double predicted_limit_bytes = 0.0, measured_limit_bytes = 0.0;
+    bool predicted_fits = true;
+    std::optional<bool> measured_ran;
     double predicted_peak_bytes = 0.0;
     double measured_peak_bytes = 0.0;
     double predicted_state_bytes = 0.0;

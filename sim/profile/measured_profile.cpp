@@ -1,7 +1,5 @@
 #include "profile/measured_profile.hpp"
 
-#include <zlib.h>
-
 #include <algorithm>
 #include <cctype>
 #include <fstream>

@@ -33,6 +33,14 @@ struct XlaMemory {
     double constant_bytes = 0.0;
     int allocations = 0;
     double total_bytes() const { return parameter_bytes + temp_bytes + output_bytes + constant_bytes; }
+    // From compiled.memory_analysis() (JSON lines): the compiler's own peak (0: the buffer
+    // assignment's total is the peak), memory offloaded to the host, what the allocator granted and
+    // whether the step ran (unknown for a module that was only compiled).
+    double peak_bytes = 0.0;
+    double host_temp_bytes = 0.0;
+    double bytes_limit = 0.0;
+    std::optional<bool> ran;
+    double peak() const { return peak_bytes > 0.0 ? peak_bytes : total_bytes(); }
 };
 
 struct MeasuredProfile {
@@ -75,6 +83,7 @@ std::optional<std::map<std::string, double>> matmul_time_by_shape(const Measured
 // viewer, PyTorch profiler, podsim --trace), XProf .xplane.pb, XProf pod_viewer JSON, HLO op stats
 // CSV, PyTorch/XLA metrics report, a compiled XLA module (*.hlo.pb, its buffer assignment). Throws
 // core::UserError with file and byte offset on bad input.
+// PATH#ENTRY names one entry of a JSON-lines file (read_xla_memory_jsonl).
 MeasuredProfile read_profile(const std::string& path);
 
 MeasuredProfile read_chrome_trace(const std::string& path, const std::string& text);
@@ -84,6 +93,10 @@ MeasuredProfile read_pytorch_xla_metrics(const std::string& path, const std::str
 MeasuredProfile read_nvtx_projection_csv(const std::string& path, const std::string& text);
 MeasuredProfile read_chakra_et(const std::string& path, const std::string& bytes);
 MeasuredProfile read_hlo_proto(const std::string& path, const std::string& bytes);
+// One entry of a JSON-lines file of compiled steps (tools/xla_truth.py: gpu.jsonl, spmd.jsonl), by
+// its "name": XLA's memory_analysis() of the step and, when it was run, whether it fitted.
+MeasuredProfile read_xla_memory_jsonl(const std::string& path, const std::string& bytes,
+                                      const std::string& entry);
 
 // The same profile with its totals spread over `steps` steps instead of the ones it reports (for
 // formats without step markers, such as HLO op stats: `validate --steps N`).

@@ -2,10 +2,12 @@
 
 #include <map>
 
+#include "core/protobuf_wire.hpp"
 #include "profile/readers_common.hpp"
-#include "profile/readers_protobuf_wire.hpp"
 
 namespace podsim::profile {
+
+using core::Wire;
 
 MeasuredProfile read_chakra_et(const std::string& path, const std::string& data) {
     // MLCommons Chakra execution trace (schema et_def.proto): a stream of varint-length-prefixed

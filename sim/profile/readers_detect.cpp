@@ -1,7 +1,5 @@
 #include "profile/measured_profile.hpp"
 
-#include <zlib.h>
-
 #include <algorithm>
 #include <cctype>
 #include <fstream>
@@ -12,6 +10,7 @@
 
 #include "core/bounded_file.hpp"
 #include "core/diagnostics.hpp"
+#include "core/gzip.hpp"
 #include "profile/pt_xla_debug.hpp"
 #include "profile/readers_common.hpp"
 
@@ -27,41 +26,8 @@ constexpr std::uint64_t kMaxProfileBytes = std::uint64_t{1} << 30;
 }  // namespace
 
 std::string read_file_bytes(const std::string& path) {
-    core::FileBytes file = core::read_regular_file(path, kMaxProfileBytes);
+    core::FileBytes file = core::read_maybe_gzipped(path, kMaxProfileBytes);
     if (!file.error.empty()) profile_error(path, 0, file.error);
-    std::string& bytes = file.bytes;
-    if (bytes.size() >= 2 && static_cast<unsigned char>(bytes[0]) == 0x1f &&
-        static_cast<unsigned char>(bytes[1]) == 0x8b) {
-        // Inflate from memory (gzip header: windowBits 15 + 16), bounded: a small .gz can expand to
-        // any size.
-        z_stream z{};
-        if (inflateInit2(&z, 15 + 16) != Z_OK) profile_error(path, 0, "cannot start gzip decompression");
-        std::string out;
-        char buffer[1 << 16];
-        z.next_in = reinterpret_cast<Bytef*>(bytes.data());
-        z.avail_in = static_cast<uInt>(bytes.size());
-        int status = Z_OK;
-        while (status == Z_OK) {
-            z.next_out = reinterpret_cast<Bytef*>(buffer);
-            z.avail_out = sizeof buffer;
-            status = inflate(&z, Z_NO_FLUSH);
-            out.append(buffer, sizeof buffer - z.avail_out);
-            if (out.size() > kMaxProfileBytes) {
-                inflateEnd(&z);
-                profile_error(path, 0,
-                              fmt::format("gzip data decompresses to more than {}, the limit for a profile",
-                                          core::format_byte_limit(kMaxProfileBytes)));
-            }
-        }
-        const std::string why = z.msg ? z.msg : "";
-        inflateEnd(&z);
-        if (status != Z_STREAM_END) {
-            profile_error(path, 0,
-                          fmt::format("corrupt or truncated gzip data after {} bytes{}", out.size(),
-                                      why.empty() ? std::string() : ": " + why));
-        }
-        return out;
-    }
     return std::move(file.bytes);
 }
 
@@ -94,6 +60,10 @@ std::optional<std::string> tar_member(const std::string& path, const std::string
 }  // namespace
 
 MeasuredProfile read_profile(const std::string& path) {
+    if (const auto hash = path.rfind('#'); hash != std::string::npos) {
+        const std::string file = path.substr(0, hash);
+        return read_xla_memory_jsonl(file, read_file_bytes(file), path.substr(hash + 1));
+    }
     std::string bytes = read_file_bytes(path);
     if (bytes.size() > 512 && bytes.compare(257, 5, "ustar") == 0) {
         auto et = tar_member(path, bytes, ".et");

@@ -2,10 +2,12 @@
 
 #include <fmt/format.h>
 
+#include "core/protobuf_wire.hpp"
 #include "profile/measured_profile.hpp"
-#include "profile/readers_protobuf_wire.hpp"
 
 namespace podsim::profile {
+
+using core::Wire;
 
 MeasuredProfile read_hlo_proto(const std::string& path, const std::string& data) {
     // xla.HloProto (xla/service/hlo.proto), as --xla_dump_hlo_as_proto writes a compiled module:

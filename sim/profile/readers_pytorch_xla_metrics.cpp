@@ -42,6 +42,8 @@ MeasuredProfile read_pytorch_xla_metrics(const std::string& path, const std::str
         // "01m02s234ms567.890us", "123ms456.789us", "2.34s": sum the parts.
         double total = 0.0;
         std::size_t i = 0;
+        std::string last_unit;
+        bool time_units = true;  // a time metric's; others (bytes: 1.23MB) are no duration
         while (i < s.size()) {
             std::size_t j = i;
             while (j < s.size() && (std::isdigit(static_cast<unsigned char>(s[j])) || s[j] == '.')) ++j;
@@ -53,7 +55,9 @@ MeasuredProfile read_pytorch_xla_metrics(const std::string& path, const std::str
             std::size_t k = j;
             while (k < s.size() && std::isalpha(static_cast<unsigned char>(s[k]))) ++k;
             std::string unit = s.substr(j, k - j);
-            if (unit == "h")
+            if (unit == "d")
+                total += v * 86400;
+            else if (unit == "h")
                 total += v * 3600;
             else if (unit == "m")
                 total += v * 60;
@@ -65,10 +69,21 @@ MeasuredProfile read_pytorch_xla_metrics(const std::string& path, const std::str
                 total += v * 1e-6;
             else if (unit == "ns")
                 total += v * 1e-9;
+            else
+                time_units = false;
+            last_unit = unit;
             i = k;
         }
+        // torch_xla's MetricFnTime writes every part from the largest down to microseconds
+        // (01m22s550ms000.000us): a duration that stops short of them was cut off.
+        if (time_units && !last_unit.empty() && last_unit != "us" && last_unit != "ns")
+            profile_error(path, line_offset,
+                          fmt::format("Accumulator '{}' ends before its microseconds (torch_xla writes them "
+                                      "all, as in 01m22s550ms000.000us): the report looks cut off",
+                                      s));
         return total;
     };
+    std::map<std::string, std::size_t> metric_at;  // where each Metric: block starts
     while (std::getline(in, line)) {
         line_offset = next_offset;
         next_offset += line.size() + 1;
@@ -80,6 +95,7 @@ MeasuredProfile read_pytorch_xla_metrics(const std::string& path, const std::str
         line = trim(line);
         if (line.rfind("Metric: ", 0) == 0) {
             metric = line.substr(8);
+            metric_at[metric] = line_offset;
         } else if (line.rfind("Counter: ", 0) == 0) {
             metric = "counter:" + line.substr(9);
         } else if (line.rfind("TotalSamples: ", 0) == 0) {
@@ -99,6 +115,18 @@ MeasuredProfile read_pytorch_xla_metrics(const std::string& path, const std::str
     if (!samples.count("ExecuteTime") && !samples.count("CompileTime")) {
         profile_error(path, 0, "no CompileTime or ExecuteTime metric: not a PyTorch/XLA metrics report");
     }
+    // A report cut short: a metric block without its sample count or total, or compilations with no
+    // execution after them (torch_xla lists its metrics by name: ExecuteTime comes after CompileTime).
+    for (const auto& [name, at] : metric_at) {
+        if (!samples.count(name) || !accumulated.count(name))
+            profile_error(path, at,
+                          fmt::format("Metric: {} has no {}: the report looks cut off", name,
+                                      samples.count(name) ? "Accumulator" : "TotalSamples"));
+    }
+    if (samples.count("CompileTime") && samples["CompileTime"] > 0 && !samples.count("ExecuteTime"))
+        profile_error(path, text.size(),
+                      "CompileTime but no ExecuteTime: what compiled has run, so the report looks cut off "
+                      "after CompileTime");
     double executions = samples.count("ExecuteTime") ? samples["ExecuteTime"] : 0.0;
     double compiles = samples.count("CompileTime") ? samples["CompileTime"] : 0.0;
     p.steps = executions > 0 ? static_cast<int>(executions) : 1;

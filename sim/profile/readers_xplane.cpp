@@ -5,10 +5,12 @@
 #include <cstring>
 #include <map>
 
+#include "core/protobuf_wire.hpp"
 #include "profile/readers_common.hpp"
-#include "profile/readers_protobuf_wire.hpp"
 
 namespace podsim::profile {
+
+using core::Wire;
 namespace {
 
 struct XStat {

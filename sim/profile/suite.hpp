@@ -1,5 +1,6 @@
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,9 +31,16 @@ struct CaseResult {
     // Memory verdict: every published end-to-end case ran in production, so it must be predicted to
     // fit; a case that does not counts as a miss whatever its step time.
     bool fits = true;
+    // Whether the measured step fitted in the memory it was granted, where the source says (XLA's
+    // numbers of a step that was run); otherwise the case ran in production, so it must fit.
+    std::optional<bool> expected_fits;
     bool memory_judged = false;
     double peak_bytes = 0.0;
     double capacity_bytes = 0.0;
+    // Host memory of offloaded residuals, podsim's and XLA's (host_temp_size_in_bytes), judged with
+    // the peak's tolerance where XLA offloaded any; 0 when it did not.
+    double host_offload_bytes = 0.0;
+    double measured_host_offload_bytes = 0.0;
     bool derived = false;
     std::string expected_miss;
     CaseStatus status = CaseStatus::pass;

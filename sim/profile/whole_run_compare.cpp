@@ -1,6 +1,7 @@
 #include "profile/whole_run_compare.hpp"
 
 #include <algorithm>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -18,10 +19,10 @@ void add_row(WholeRunComparison& c, std::string quantity, std::string unit, doub
     c.rows.push_back(std::move(row));
 }
 
-// The predicted step closest to `steps` (the run may be shorter than the measured one).
-const training_run::StepRecord* step_at(const training_run::WholeRun& w, int steps) {
-    if (w.steps.empty() || steps <= 0) return nullptr;
-    return &w.steps[static_cast<std::size_t>(std::min<int>(steps, static_cast<int>(w.steps.size())) - 1)];
+// Counts at the predicted step closest to `steps` (the run may be shorter than the measured one).
+std::optional<training_run::StepCounts> step_at(const training_run::WholeRun& w, long steps) {
+    if (w.total_steps() == 0 || steps <= 0) return std::nullopt;
+    return w.counts_at(std::min(steps, w.total_steps()) - 1);
 }
 
 }  // namespace
@@ -43,26 +44,25 @@ WholeRunComparison compare_whole_run(const training_run::WholeRun& w, const Meas
             if (name == "MarkStep") continue;
             auto steps_it = m.metric_steps.find(name);
             const int steps = steps_it != m.metric_steps.end() ? steps_it->second : m.steps;
-            const auto* at = step_at(w, steps);
+            const auto at = step_at(w, steps);
             if (!at || steps <= 0) continue;
             double predicted = 0.0;
             if (name == "CompileTime")
-                predicted = static_cast<double>(at->compiles_so_far);
+                predicted = static_cast<double>(at->compiles);
             else if (name == "TransferFromServerTime")
-                predicted = static_cast<double>(at->from_device_so_far);
+                predicted = static_cast<double>(at->from_device);
             else if (name == "ExecuteTime" || name == "TransferToServerTime")
-                predicted = static_cast<double>(metric(name.c_str()).count) * (at->index + 1) /
-                            static_cast<double>(w.steps.size());
+                predicted = static_cast<double>(metric(name.c_str()).count) *
+                            static_cast<double>(at->index + 1) / static_cast<double>(w.total_steps());
             else
                 continue;
-            const double predicted_steps = at->index + 1;
+            const double predicted_steps = static_cast<double>(at->index + 1);
             add_row(c, name + " count", fmt::format("per step (over {} steps)", steps),
                     predicted / predicted_steps, count / steps);
             if (m.format == "pt-xla-debug") {
-                for (const auto& line : w.debug_lines) {
-                    const std::string tail = fmt::format("{} too frequent: {} counts during {} steps", name,
-                                                         static_cast<long>(predicted), at->index + 1);
-                    if (line.find(tail) != std::string::npos) c.predicted_debug.push_back(line);
+                for (const auto& line : w.debug_lines_at(at->index)) {
+                    if (line.find(" " + name + " too frequent") != std::string::npos)
+                        c.predicted_debug.push_back(line);
                 }
             }
         }
@@ -79,7 +79,7 @@ WholeRunComparison compare_whole_run(const training_run::WholeRun& w, const Meas
         }
     } else {
         // A trace: its steps' mean duration and the time per step with no device work.
-        const int steps = std::max<int>(1, static_cast<int>(w.steps.size()));
+        const double steps = static_cast<double>(std::max(1L, w.total_steps()));
         if (m.step_time_s > 0)
             add_row(c, "step time (mean over the run)", "s", w.run_time_s / steps, m.step_time_s);
         // The reader's host time: the profile's time with no device work, per step.

@@ -11,19 +11,18 @@ namespace {
 constexpr std::string_view kGainPrefix = "throughput_gain_vs_";
 
 double counted_per_step(const training_run::WholeRun& w, const config::ValidationCase& c, bool compiles) {
-    if (w.steps.empty()) return 0.0;
+    if (w.total_steps() == 0) return 0.0;
     auto it = c.measured.find("steps");
-    std::size_t steps = it != c.measured.end() ? static_cast<std::size_t>(it->second) : w.steps.size();
-    steps = std::clamp<std::size_t>(steps, 1, w.steps.size());
-    const auto& at = w.steps[steps - 1];
-    return static_cast<double>(compiles ? at.compiles_so_far : at.from_device_so_far) /
-           static_cast<double>(steps);
+    long steps = it != c.measured.end() ? static_cast<long>(it->second) : w.total_steps();
+    steps = std::clamp(steps, 1L, w.total_steps());
+    const auto at = w.counts_at(steps - 1);
+    return static_cast<double>(compiles ? at.compiles : at.from_device) / static_cast<double>(steps);
 }
 
 }  // namespace
 
 std::optional<double> whole_run_quantity(const training_run::WholeRun& w, std::string_view name) {
-    const double steps = static_cast<double>(std::max<std::size_t>(1, w.steps.size()));
+    const double steps = static_cast<double>(std::max(1L, w.total_steps()));
     if (name == "run_time_s") return w.run_time_s;
     if (name == "steady_train_step_s") return w.steady_train_step_s;
     if (name == "steady_eval_step_s") return w.steady_eval_step_s;

@@ -176,6 +176,9 @@ RunReport build_report(const ReportInput& in) {
     r.memory.capacity_bytes = m.capacity_bytes;
     r.memory.fits = m.fits;
     r.memory.overflow_bytes = m.overflow_bytes;
+    r.memory.hbm_bytes = m.hbm_bytes;
+    r.memory.margin_bytes = m.capacity_bytes - m.peak_bytes;
+    r.memory.host_offload_bytes = m.host_offload_bytes;
     r.memory.params_bytes = m.at_peak.params;
     r.memory.grads_bytes = m.at_peak.grads;
     r.memory.optimizer_bytes = m.at_peak.optimizer;

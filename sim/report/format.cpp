@@ -59,14 +59,20 @@ std::string format_table(const RunReport& r) {
                                            format_seconds(r.recompute_s), format_seconds(r.optimizer_s)));
     out += "\nmemory per chip (at the peak)\n";
     const auto& m = r.memory;
+    const bool limited = m.hbm_bytes > m.capacity_bytes;
     line("peak",
-         fmt::format("{} of {}  -> {}", format_bytes(m.peak_bytes), format_bytes(m.capacity_bytes),
-                     m.fits ? std::string("fits")
-                            : fmt::format("DOES NOT FIT (over by {})", format_bytes(m.overflow_bytes))));
+         fmt::format("{} of {}{}  -> {}", format_bytes(m.peak_bytes), format_bytes(m.capacity_bytes),
+                     limited ? fmt::format(" granted ({} HBM)", format_bytes(m.hbm_bytes)) : std::string(),
+                     m.fits
+                         ? fmt::format("fits, {} to spare ({:.1f}%)", format_bytes(m.margin_bytes),
+                                       m.capacity_bytes > 0 ? 100.0 * m.margin_bytes / m.capacity_bytes : 0.0)
+                         : fmt::format("DOES NOT FIT (over by {})", format_bytes(m.overflow_bytes))));
     line("params / grads / optimizer",
          fmt::format("{} / {} / {}", format_bytes(m.params_bytes), format_bytes(m.grads_bytes),
                      format_bytes(m.optimizer_bytes)));
     line("saved activations", format_bytes(m.activations_bytes));
+    if (m.host_offload_bytes > 0)
+        line("offloaded to host", format_bytes(m.host_offload_bytes) + " (not in the peak)");
     line("gathered weights", format_bytes(m.gathered_weights_bytes));
     if (r.prefetch_depth > 0 || r.prefetch_limited_by_memory) {
         line("FSDP prefetch",

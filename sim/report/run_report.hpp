@@ -20,9 +20,12 @@ struct ResourceStat {
 
 struct MemoryReport {
     double peak_bytes = 0.0;
-    double capacity_bytes = 0.0;
+    double capacity_bytes = 0.0;  // what the runtime grants XLA per chip (bytes_limit)
+    double hbm_bytes = 0.0;       // HBM per chip
     bool fits = true;
     double overflow_bytes = 0.0;
+    double margin_bytes = 0.0;        // capacity - peak (negative when it does not fit)
+    double host_offload_bytes = 0.0;  // offloaded residuals in pinned host memory, per chip
     double params_bytes = 0.0;
     double grads_bytes = 0.0;
     double optimizer_bytes = 0.0;

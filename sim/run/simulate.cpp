@@ -26,11 +26,9 @@ std::vector<SemanticError> semantic_errors(const RunSpec& spec) {
                                      spec.mesh);
 }
 
-namespace {
-
 // Lowers every ICI collective of the program onto the torus links. Collectives that are the same
 // (kind, axis, bytes) share one plan: every layer's all-gather of an FSDP run is one plan.
-scheduler::NetworkInput plan_network(const RunSpec& spec, Simulation& sim, SimulationCache& cache,
+scheduler::NetworkInput plan_network(const NetworkPlace& place, Simulation& sim, SimulationCache& cache,
                                      const SimulateOptions& options) {
     scheduler::NetworkInput input;
     const auto& ops = sim.program.ops;
@@ -39,7 +37,7 @@ scheduler::NetworkInput plan_network(const RunSpec& spec, Simulation& sim, Simul
     for (const auto& axis : sim.program.comm_axes)
         any_ici = any_ici || axis.kind == parallel::ResourceKind::ici;
     if (!any_ici) return input;
-    sim.torus = cache.torus(spec.topology, spec.slice, spec.twisted_torus);
+    sim.torus = cache.torus(place.topology, place.slice, place.twisted_torus);
     std::map<std::tuple<int, int, double>, int> index;
     for (std::size_t i = 0; i < ops.size(); ++i) {
         const auto& op = ops[i];
@@ -51,8 +49,8 @@ scheduler::NetworkInput plan_network(const RunSpec& spec, Simulation& sim, Simul
         if (inserted) {
             sim.plans.push_back(
                 cache.plan(sim.torus, op.collective, op.collective_bytes, axis.parts,
-                           spec.topology.ici.hop_latency * spec.calibration.ici_hop_latency_factor,
-                           spec.calibration.collective_overhead, spec.calibration.ici_link_efficiency,
+                           place.topology.ici.hop_latency * place.calibration.ici_hop_latency_factor,
+                           place.calibration.collective_overhead, place.calibration.ici_link_efficiency,
                            options.link_bytes));
         }
         sim.plan_of_op[i] = it->second;
@@ -62,7 +60,7 @@ scheduler::NetworkInput plan_network(const RunSpec& spec, Simulation& sim, Simul
         if (sim.plan_of_op[i] >= 0)
             input.plan_of_op[i] = &sim.plans[static_cast<std::size_t>(sim.plan_of_op[i])]->plan;
     }
-    input.link_bandwidth = &cache.link_bandwidth(sim.torus, spec.calibration.ici_link_efficiency);
+    input.link_bandwidth = &cache.link_bandwidth(sim.torus, place.calibration.ici_link_efficiency);
     input.scratch = &cache.scratch(input.link_bandwidth->size());
     scheduler::ContentionClasses classes = scheduler::contention_classes(sim.program, input.plan_of_op);
     input.network_of_op = std::move(classes.network_of_op);
@@ -75,8 +73,6 @@ scheduler::NetworkInput plan_network(const RunSpec& spec, Simulation& sim, Simul
     }
     return input;
 }
-
-}  // namespace
 
 Simulation simulate(const RunSpec& spec) {
     SimulationCache cache;
@@ -106,9 +102,11 @@ Simulation schedule_step(const RunSpec& spec, const parallel::RuntimeSpec& runti
         sim.program = std::move(step.program);
         dependencies = step.dependencies;
     }
-    cost::CostModel model(cost::CostContext{spec.topology, runtime, spec.calibration, spec.training.dtype});
+    cost::CostModel model(cost::CostContext{spec.topology, runtime, spec.calibration, spec.training.dtype,
+                                            spec.model.attention_dropout > 0.0, spec.slices});
     sim.costs = model.cost_all(sim.program);
-    scheduler::NetworkInput network = plan_network(spec, sim, cache, options);
+    scheduler::NetworkInput network =
+        plan_network({spec.topology, spec.slice, spec.twisted_torus, spec.calibration}, sim, cache, options);
     try {
         sim.timeline = scheduler::schedule(
             sim.program, sim.costs, runtime, sim.torus ? &network : nullptr,
@@ -138,7 +136,7 @@ Simulation schedule_step(const RunSpec& spec, const parallel::RuntimeSpec& runti
 // FLOPs of every stage.
 void finish_stages(const RunSpec& spec, const parallel::RuntimeSpec& runtime, Simulation& sim,
                    const memory::HostMemory& host, double compile_s) {
-    const double hbm = spec.topology.chip.device_hbm_capacity();
+    const double hbm = spec.topology.chip.device_hbm_bytes_limit();
     // With the activations each stage receives (held in memory, no time, not counted as ops).
     const std::vector<StageView> views = stage_views(sim.program, sim.costs, sim.timeline, /*receives=*/true);
     std::vector<memory::MemoryProfile> profiles;
@@ -147,6 +145,7 @@ void finish_stages(const RunSpec& spec, const parallel::RuntimeSpec& runtime, Si
     for (int stage = 0; stage < sim.program.stages; ++stage) {
         const auto s = static_cast<std::size_t>(stage);
         profiles.push_back(memory::profile_memory(views[s].program, views[s].timeline, hbm));
+        profiles.back().hbm_bytes = spec.topology.chip.device_hbm_capacity();
         core::Time compute = 0;
         for (const auto& span : views[s].timeline.spans)
             if (views[s].program.resources[static_cast<std::size_t>(span.resource)].kind ==
@@ -206,7 +205,7 @@ void finish_stages(const RunSpec& spec, const parallel::RuntimeSpec& runtime, Si
 
 bool finish_step(const RunSpec& spec, const parallel::RuntimeSpec& runtime, Simulation& sim,
                  const Fold* fold) {
-    const double hbm = spec.topology.chip.device_hbm_capacity();
+    const double hbm = spec.topology.chip.device_hbm_bytes_limit();
     if (sim.program.stages > 1) {
         memory::HostMemoryInput host_in;
         host_in.total_params = static_cast<double>(workload::count_params(spec.model).total);
@@ -220,8 +219,8 @@ bool finish_step(const RunSpec& spec, const parallel::RuntimeSpec& runtime, Simu
         host_in.full_model_on_host = runtime.full_model_on_host();
         host_in.host_capacity = spec.topology.host.host_memory;
         sim.host_memory = memory::host_memory(host_in);
-        cost::CostModel model(
-            cost::CostContext{spec.topology, runtime, spec.calibration, spec.training.dtype});
+        cost::CostModel model(cost::CostContext{spec.topology, runtime, spec.calibration, spec.training.dtype,
+                                                spec.model.attention_dropout > 0.0, spec.slices});
         finish_stages(spec, runtime, sim, sim.host_memory, model.compile_seconds(sim.program));
         sim.report.prefetch_depth =
             runtime.async() &&
@@ -242,6 +241,19 @@ bool finish_step(const RunSpec& spec, const parallel::RuntimeSpec& runtime, Simu
     } else {
         sim.memory = memory::profile_memory(sim.program, sim.timeline, hbm);
     }
+    sim.memory.hbm_bytes = spec.topology.chip.device_hbm_capacity();
+    // Residuals offloaded to pinned host memory: those of a whole microbatch are there at once, when
+    // its backward starts (a cut model's layers stand for the whole model's, alike).
+    std::vector<double> offloaded(static_cast<std::size_t>(std::max(1, sim.program.microbatches)), 0.0);
+    const double layer_scale =
+        fold && fold->cut_layers > 0 ? static_cast<double>(fold->layers) / fold->cut_layers : 1.0;
+    for (const auto& op : sim.program.ops) {
+        if (op.offloaded && op.phase == workload::Phase::forward &&
+            op.microbatch < static_cast<int>(offloaded.size()))
+            offloaded[static_cast<std::size_t>(op.microbatch)] +=
+                op.layer >= 0 ? layer_scale * op.saved_bytes : op.saved_bytes;
+    }
+    sim.memory.host_offload_bytes = *std::max_element(offloaded.begin(), offloaded.end());
     memory::HostMemoryInput host_in;
     host_in.total_params = static_cast<double>(workload::count_params(spec.model).total);
     host_in.param_bytes = static_cast<double>(core::dtype_bytes(spec.training.param_dtype));
@@ -256,7 +268,8 @@ bool finish_step(const RunSpec& spec, const parallel::RuntimeSpec& runtime, Simu
     host_in.full_model_on_host = runtime.full_model_on_host();
     host_in.host_capacity = spec.topology.host.host_memory;
     sim.host_memory = memory::host_memory(host_in);
-    cost::CostModel model(cost::CostContext{spec.topology, runtime, spec.calibration, spec.training.dtype});
+    cost::CostModel model(cost::CostContext{spec.topology, runtime, spec.calibration, spec.training.dtype,
+                                            spec.model.attention_dropout > 0.0, spec.slices});
     double compile_s = model.compile_seconds(sim.program);
     if (fold && !runtime.compile_time)
         compile_s = spec.calibration.compile_time_base +
@@ -303,7 +316,8 @@ std::optional<Simulation> simulate_folded(const RunSpec& spec, const RunSpec& cu
     sim.folded_layers = fold->cut_layers;
     sim.folded_microbatches = fold->cut_microbatches;
     if (least) {
-        least->fixed = fold->state.params + fold->state.grads + fold->state.optimizer;
+        least->fixed = fold->state.params + fold->state.optimizer;
+        least->grads = fold->state.grads;
         least->layer = fold->cut_layers / 2;
         least->extra = fold->layers - fold->cut_layers;
     }
@@ -320,7 +334,9 @@ bool foldable(const RunSpec& spec, const SimulateOptions& options, int layers_cu
 
 }  // namespace
 
-Simulation simulate(const RunSpec& spec, SimulationCache& cache, SimulateOptions options) {
+namespace {
+
+Simulation simulate_unchecked(const RunSpec& spec, SimulationCache& cache, SimulateOptions options) {
     const auto& mapping = cache.mesh_axes(spec.topology, spec.slice, spec.mesh);
     if (const auto* error = std::get_if<std::string>(&mapping)) {
         core::Diagnostics d;
@@ -392,6 +408,22 @@ Simulation simulate(const RunSpec& spec, SimulationCache& cache, SimulateOptions
             // One stage's least peak is not the program's: the retries decide.
             return program.stages > 1 ? 0.0 : memory::least_peak_bytes(program);
         });
+}
+
+}  // namespace
+
+Simulation simulate(const RunSpec& spec, SimulationCache& cache, SimulateOptions options) {
+    try {
+        return simulate_unchecked(spec, cache, options);
+    } catch (const core::TimeOverflow& e) {
+        // Anywhere in the pipeline: planning a collective on a link of 1e-300 Gb/s, scheduling.
+        core::Diagnostics d;
+        d.error({spec.source, 0, 0}, "",
+                fmt::format("cannot simulate this config: {}; one step would last longer than podsim "
+                            "can represent (check sizes, bandwidths and runtime.host_overhead)",
+                            e.what()));
+        throw core::UserError(d);
+    }
 }
 
 }  // namespace podsim::run

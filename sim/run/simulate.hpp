@@ -5,6 +5,7 @@
 #include <vector>
 
 #include <memory>
+#include <optional>
 
 #include "collectives/comm_plan.hpp"
 #include "cost/cost_model.hpp"
@@ -18,7 +19,9 @@
 #include "run/run_spec.hpp"
 #include "run/simulation_cache.hpp"
 #include "scheduler/timeline.hpp"
+#include "workload/model_spec.hpp"
 #include "workload/op_graph.hpp"
+#include "workload/training_spec.hpp"
 
 namespace podsim::run {
 
@@ -62,6 +65,50 @@ struct SimulateOptions {
 // The same sharing what configs have in common through `cache` (one per thread): sweeps lower each
 // distinct model and training setup once, and plan each distinct collective once.
 Simulation simulate(const RunSpec& spec, SimulationCache& cache, SimulateOptions options = {});
+
+// Where a program's collectives run: the slice of the topology, at the calibration's link
+// efficiency and hop latency.
+struct NetworkPlace {
+    const hardware::TopologySpec& topology;
+    const hardware::SliceShape& slice;
+    bool twisted_torus = false;
+    const cost::Calibration& calibration;
+};
+
+// Lowers every ICI collective of `sim.program` onto the torus links (filling sim.torus, sim.plans and
+// sim.plan_of_op): the scheduler's network input, empty when the program has no ICI collective.
+scheduler::NetworkInput plan_network(const NetworkPlace& place, Simulation& sim, SimulationCache& cache,
+                                     const SimulateOptions& options);
+
+// A per-device program from another source than a run spec (an imported XLA module),
+// and what simulating it needs: where it runs, how, and what the report says about it.
+struct ProgramSpec {
+    std::string name;    // the report's name
+    std::string source;  // the file it came from, for messages
+    hardware::TopologySpec topology;
+    hardware::SliceShape slice;
+    bool twisted_torus = false;
+    parallel::RuntimeSpec runtime;
+    cost::Calibration calibration = cost::Calibration::defaults();
+    core::DType compute_dtype = core::DType::bf16;
+    network::MeshSpec mesh;  // the devices the program runs on, as the report names them
+    // The model for MFU and the report's model fields: a podsim model with its training setup
+    // (tokens per step), or none.
+    std::optional<workload::ModelSpec> model;
+    std::optional<workload::TrainingSpec> training;
+    bool mfu_attention = false;
+    // Model FLOPs per step when given directly (0: from `model`, or none).
+    double model_flops_per_step = 0.0;
+    // Kernels of the program as compiled (a loop's body once): what compile time scales with.
+    long compiled_ops = 0;
+};
+
+// A program from another source, simulated as a lowered one is from the program on: costs,
+// collective plans, schedule, memory and report. Memory comes from the program's own buffers
+// (memory::profile_buffers) when it lists them, else from profile_memory. Pure, like the spec's
+// simulate(); throws core::UserError when one step would not fit podsim's time.
+Simulation simulate(parallel::DeviceProgram program, const ProgramSpec& spec, SimulationCache& cache,
+                    SimulateOptions options = {});
 
 using SemanticError = parallel::ShardingError;
 

@@ -66,6 +66,8 @@ std::vector<StageView> stage_views(const parallel::DeviceProgram& program,
                 receive.microbatch = all[i].microbatch;
                 receive.resource = resource;
                 receive.output_bytes = all[p].collective_bytes;
+                receive.saved_bytes = all[p].collective_bytes;
+                receive.output_saved = true;
                 const auto k = static_cast<int>(v.program.ops.size());
                 v.program.ops.push_back(std::move(receive));
                 v.costs.emplace_back();

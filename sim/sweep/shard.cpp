@@ -98,7 +98,9 @@ Shard from_kubernetes(const Environment& env, int count_option) {
 }  // namespace
 
 std::string format_shard_record(const ShardRecord& r) {
-    return fmt::format("shard {}/{}\nconfigs {}\n", r.index, r.count, r.configs);
+    std::string text = fmt::format("shard {}/{}\nconfigs {}\n", r.index, r.count, r.configs);
+    if (!r.sweep.empty()) text += fmt::format("sweep {}\n", r.sweep);
+    return text;
 }
 
 std::optional<ShardRecord> parse_shard_record(const std::string& text) {
@@ -111,6 +113,8 @@ std::optional<ShardRecord> parse_shard_record(const std::string& text) {
         r.index > r.count) {
         return std::nullopt;
     }
+    std::string sweep_word;
+    if (in >> sweep_word >> r.sweep && sweep_word != "sweep") r.sweep.clear();
     return r;
 }
 

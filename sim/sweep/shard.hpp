@@ -33,6 +33,7 @@ struct ShardRecord {
     int index = 1;
     int count = 1;
     std::size_t configs = 0;  // in the whole sweep
+    std::string sweep;        // config::SweepPlan::fingerprint(); empty in records of older runs
 };
 std::string format_shard_record(const ShardRecord& record);
 std::optional<ShardRecord> parse_shard_record(const std::string& text);

@@ -10,9 +10,13 @@
 #include <exception>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <mutex>
 #include <set>
+#include <sstream>
 #include <thread>
+
+#include <fmt/format.h>
 
 #include "config/overrides.hpp"
 #include "core/csv.hpp"
@@ -150,9 +154,97 @@ class ProcessingOrder {
     std::size_t next_block_ = 0;  // position in todo of the first config not in buffer_
 };
 
+std::string joined(const std::vector<std::string>& names) {
+    if (names.empty()) return "(none)";
+    std::string out;
+    for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+    return out;
+}
+
+std::string shard_name(int index, int count) {
+    return count <= 1 ? std::string("the whole sweep") : fmt::format("shard {}/{}", index, count);
+}
+
+// Refuses to resume into `dir` when what it holds is not this run's (another sweep, another shard,
+// other swept values), before anything there is touched: resuming would mix two sweeps' rows.
+void check_resumable(const fs::path& dir, const config::SweepPlan& plan, const SweepOptions& options) {
+    std::vector<std::string> found;
+    std::ifstream record_file(dir / "shard.txt");
+    std::stringstream record_text;
+    record_text << record_file.rdbuf();
+    if (auto record = record_file ? parse_shard_record(record_text.str()) : std::nullopt) {
+        if (!record->sweep.empty() && record->sweep != plan.fingerprint())
+            found.push_back(
+                fmt::format("its sweep (fingerprint {}) is not {} (fingerprint {}): the base config "
+                            "or the axes differ",
+                            record->sweep, plan.file(), plan.fingerprint()));
+        if (record->configs != plan.size())
+            found.push_back(fmt::format("it holds a sweep of {} configs; {} has {}", record->configs,
+                                        plan.file(), plan.size()));
+        if (record->index != options.shard_index || record->count != options.shard_count)
+            found.push_back(fmt::format("it holds {}; this run is {}",
+                                        shard_name(record->index, record->count),
+                                        shard_name(options.shard_index, options.shard_count)));
+    }
+    const auto& params = plan.parameter_names();
+    const auto held = parameters_of_header(first_line(dir / "results.csv"));
+    if (held != params) {
+        found.push_back(fmt::format("its swept parameters are {}; {} sweeps {}", joined(held), plan.file(),
+                                    joined(params)));
+    } else {
+        std::vector<std::size_t> other_values, other_shard;
+        for (const Row& r : read_results(dir / "results.csv", params.size())) {
+            if (r.index >= plan.size() || r.values != plan.values_of(r.index)) {
+                other_values.push_back(r.index);
+            } else if (options.shard_count > 1 &&
+                       static_cast<int>(r.index % static_cast<std::size_t>(options.shard_count)) !=
+                           options.shard_index - 1) {
+                other_shard.push_back(r.index);
+            }
+        }
+        if (!other_values.empty()) {
+            const std::size_t i = other_values.front();
+            std::string held_values, these;
+            for (const Row& r : read_results(dir / "results.csv", params.size())) {
+                if (r.index != i) continue;
+                for (std::size_t p = 0; p < params.size() && p < r.values.size(); ++p)
+                    held_values +=
+                        fmt::format("{}{}={}", held_values.empty() ? "" : ", ", params[p], r.values[p]);
+                break;
+            }
+            if (i < plan.size()) {
+                const auto values = plan.values_of(i);
+                for (std::size_t p = 0; p < params.size() && p < values.size(); ++p)
+                    these += fmt::format("{}{}={}", these.empty() ? "" : ", ", params[p], values[p]);
+            }
+            found.push_back(fmt::format(
+                "{} of its rows hold other values than {}: its config {} is {}; here {}", other_values.size(),
+                plan.file(), i, held_values, i < plan.size() ? these : "there is no such config"));
+        }
+        if (!other_shard.empty())
+            found.push_back(fmt::format("{} of its rows (config {} first) belong to another shard than {}",
+                                        other_shard.size(), other_shard.front(),
+                                        shard_name(options.shard_index, options.shard_count)));
+    }
+    if (found.empty()) return;
+    core::Diagnostics d;
+    for (const auto& f : found) d.error({dir.string(), 0, 0}, "--resume", f);
+    d.error({dir.string(), 0, 0}, "--resume",
+            "the directory holds another sweep's results; nothing there was changed (resume a sweep with the "
+            "file and --shard it was started with, or give another --out)");
+    throw core::UserError(d);
+}
+
 }  // namespace
 
 SweepSummary run_sweep(const config::SweepPlan& plan, const SweepOptions& options) {
+    if (options.jobs < 0) {
+        core::Diagnostics d;
+        d.error({"podsim sweep", 0, 0}, "--jobs",
+                fmt::format("{} is not a number of threads (at least 1; 0 takes one per hardware thread)",
+                            options.jobs));
+        throw core::UserError(d);
+    }
     auto started = std::chrono::steady_clock::now();
     Ranking ranking = make_ranking(plan, options.top);
     const auto& params = plan.parameter_names();
@@ -169,12 +261,14 @@ SweepSummary run_sweep(const config::SweepPlan& plan, const SweepOptions& option
 
     std::ofstream csv, jsonl;
     if (!options.out_dir.empty()) {
-        fs::create_directories(options.out_dir);
-        fs::path csv_path = fs::path(options.out_dir) / "results.csv";
-        fs::path jsonl_path = fs::path(options.out_dir) / "results.jsonl";
+        const fs::path out(options.out_dir);
+        make_output_directory(out, "--out");
+        fs::path csv_path = out / "results.csv";
+        fs::path jsonl_path = out / "results.jsonl";
         std::set<std::size_t> done;
         if (options.resume && fs::exists(csv_path)) {
-            for (const Row& r : read_results(csv_path, params.size(), true)) {
+            check_resumable(out, plan, options);
+            for (const Row& r : read_results(csv_path, params.size(), /*repair=*/true)) {
                 done.insert(r.index);
                 ranking.add(r);
                 ++ranking.summary.resumed;
@@ -189,20 +283,22 @@ SweepSummary run_sweep(const config::SweepPlan& plan, const SweepOptions& option
             csv << csv_header(params);
             csv.flush();
         }
-        std::ofstream(fs::path(options.out_dir) / "shard.txt", std::ios::trunc)
-            << format_shard_record({options.shard_index, options.shard_count, plan.size()});
-        if (!csv || !jsonl) {
-            core::Diagnostics d;
-            d.error({options.out_dir, 0, 0}, "--out", "cannot write results there");
-            throw core::UserError(d);
-        }
+        std::ofstream record(out / "shard.txt", std::ios::trunc);
+        record << format_shard_record(
+            {options.shard_index, options.shard_count, plan.size(), plan.fingerprint()});
+        record.close();
+        if (!csv || !jsonl || !record) results_write_error(out, "cannot write results there");
     }
     if (options.limit > 0 && todo.size() > options.limit) todo.resize(options.limit);
 
     // Workers simulate; this thread builds instances (the YAML is not thread-safe) and writes rows
     // in index order as they finish, so the files are the same whatever the number of jobs.
+    // More threads than the hardware runs, or than there are configs, only cost memory (and too many
+    // cannot be created at all).
+    const int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     const int jobs =
-        options.jobs > 0 ? options.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+        static_cast<int>(std::clamp<std::size_t>(std::min(options.jobs > 0 ? options.jobs : threads, threads),
+                                                 1, std::max<std::size_t>(1, todo.size())));
     std::mutex mutex;
     std::condition_variable work_ready, result_ready;
     struct Task {
@@ -230,42 +326,63 @@ SweepSummary run_sweep(const config::SweepPlan& plan, const SweepOptions& option
     const std::size_t window = std::max(static_cast<std::size_t>(jobs) * 64, order.block());
 
     std::vector<std::thread> workers;
-    for (int w = 0; w < jobs; ++w) {
-        workers.emplace_back([&] {
-            // What configs share (lowered steps, collective plans), per worker: no lock.
-            run::SimulationCache cache;
-            std::vector<Task> tasks;  // a group, taken whole
-            while (true) {
-                tasks.clear();
-                {
-                    std::unique_lock lock(mutex);
-                    work_ready.wait(lock, [&] { return closing || !queue.empty(); });
-                    if (queue.empty()) return;
-                    do {
-                        tasks.push_back(std::move(queue.front()));
-                        queue.pop_front();
-                    } while (!queue.empty() && queue.front().group == tasks.front().group);
-                }
-                for (Task& task : tasks) {
-                    Row row;
-                    std::exception_ptr error;
-                    try {
-                        row = row_from(task.instance, todo[task.position], cache,
-                                       run::SimulateOptions{.exact = options.exact, .fold = !options.exact});
-                    } catch (...) {
-                        error = std::current_exception();
-                    }
-                    bool wake_writer = false;
-                    {
-                        std::lock_guard lock(mutex);
-                        if (error && !failure) failure = error;
-                        finished.emplace(task.position, std::move(row));
-                        wake_writer = writer_can_go();
-                    }
-                    if (wake_writer) result_ready.notify_one();
-                }
+    // However this function ends, the workers are told to stop and are joined.
+    struct AtExit {
+        std::function<void()> run;
+        ~AtExit() { run(); }
+    } join_workers{[&] {
+        {
+            std::lock_guard lock(mutex);
+            closing = true;
+            queue.clear();
+        }
+        work_ready.notify_all();
+        for (auto& t : workers) {
+            if (t.joinable()) t.join();
+        }
+    }};
+    auto worker = [&] {
+        // What configs share (lowered steps, collective plans), per worker: no lock.
+        run::SimulationCache cache;
+        std::vector<Task> tasks;  // a group, taken whole
+        while (true) {
+            tasks.clear();
+            {
+                std::unique_lock lock(mutex);
+                work_ready.wait(lock, [&] { return closing || !queue.empty(); });
+                if (queue.empty()) return;
+                do {
+                    tasks.push_back(std::move(queue.front()));
+                    queue.pop_front();
+                } while (!queue.empty() && queue.front().group == tasks.front().group);
             }
-        });
+            for (Task& task : tasks) {
+                Row row;
+                std::exception_ptr error;
+                try {
+                    row = row_from(task.instance, todo[task.position], cache,
+                                   run::SimulateOptions{.exact = options.exact, .fold = !options.exact});
+                } catch (...) {
+                    error = std::current_exception();
+                }
+                bool wake_writer = false;
+                {
+                    std::lock_guard lock(mutex);
+                    if (error && !failure) failure = error;
+                    finished.emplace(task.position, std::move(row));
+                    wake_writer = writer_can_go();
+                }
+                if (wake_writer) result_ready.notify_one();
+            }
+        }
+    };
+    for (int w = 0; w < jobs; ++w) {
+        try {
+            workers.emplace_back(worker);
+        } catch (const std::system_error&) {
+            if (workers.empty()) throw;
+            break;  // the system gives no more threads: the ones running do the work
+        }
     }
 
     Progress progress(todo.size(), options.progress);
@@ -302,12 +419,9 @@ SweepSummary run_sweep(const config::SweepPlan& plan, const SweepOptions& option
             awaited_last = std::min(written + kWriteBatch, todo.size()) - 1;
             result_ready.wait(lock, writer_can_go);
             if (failure) {
-                closing = true;
                 queue.clear();
                 lock.unlock();
-                work_ready.notify_all();
-                for (auto& t : workers) t.join();
-                std::rethrow_exception(failure);
+                std::rethrow_exception(failure);  // JoinWorkers stops the workers
             }
             while (finished.count(written)) {
                 ready.push_back(std::move(finished.at(written)));
@@ -331,20 +445,16 @@ SweepSummary run_sweep(const config::SweepPlan& plan, const SweepOptions& option
             jsonl.flush();
             csv.flush();
             last_flush = now;
+            if (!jsonl || !csv) results_write_error(options.out_dir, "cannot write results");
         }
         double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
         progress.update(written, seconds);
     }
     if (jsonl.is_open()) {
-        jsonl.flush();
-        csv.flush();
+        jsonl.close();
+        csv.close();
+        if (!jsonl || !csv) results_write_error(options.out_dir, "cannot write results");
     }
-    {
-        std::lock_guard lock(mutex);
-        closing = true;
-    }
-    work_ready.notify_all();
-    for (auto& t : workers) t.join();
 
     SweepSummary summary = std::move(ranking.summary);
     summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();

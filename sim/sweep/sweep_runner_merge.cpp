@@ -38,6 +38,9 @@ SweepSummary merge_shards(const config::SweepPlan& plan, const std::vector<std::
     std::vector<std::string> found;  // what makes the set partial or doubled
     std::map<std::size_t, Row> rows;
     std::map<std::size_t, std::string> row_dir;
+    // Each row's line of its shard's results.jsonl, written as it is: the CSV rounds numbers to 9
+    // significant digits, the JSON lines hold them whole, as an unsharded run writes them.
+    std::map<std::size_t, std::string> json_line;
     std::map<int, std::string> shard_dir;  // shard index -> directory
     int shard_count = 0;
     for (const auto& dir : shard_dirs) {
@@ -51,6 +54,14 @@ SweepSummary merge_shards(const config::SweepPlan& plan, const std::vector<std::
         std::stringstream record_text;
         record_text << record_file.rdbuf();
         if (auto record = record_file ? parse_shard_record(record_text.str()) : std::nullopt) {
+            if (!record->sweep.empty() && record->sweep != plan.fingerprint()) {
+                unreadable.error(
+                    {dir, 0, 0}, "",
+                    fmt::format("this shard ran another sweep than {} (fingerprint {}, {} has {}): "
+                                "its base config or axes differ",
+                                plan.file(), record->sweep, plan.file(), plan.fingerprint()));
+                continue;
+            }
             if (record->configs != plan.size()) {
                 unreadable.error({dir, 0, 0}, "",
                                  fmt::format("this shard ran a sweep of {} configs, {} has {}",
@@ -69,12 +80,20 @@ SweepSummary merge_shards(const config::SweepPlan& plan, const std::vector<std::
                 continue;
             }
         }
+        if (parameters_of_header(first_line(csv)) != params) {
+            unreadable.error({csv.string(), 0, 0}, "",
+                             fmt::format("its swept parameters are not those of {}", plan.file()));
+            continue;
+        }
+        auto lines = read_jsonl_lines(fs::path(dir) / "results.jsonl");
         for (Row& r : read_results(csv, params.size())) {
             auto [it, inserted] = row_dir.emplace(r.index, dir);
             if (!inserted) {
                 found.push_back(fmt::format("config {} is in both {} and {}", r.index, it->second, dir));
                 continue;
             }
+            if (auto line = lines.find(r.index); line != lines.end())
+                json_line[r.index] = std::move(line->second);
             rows.emplace(r.index, std::move(r));
         }
     }
@@ -106,16 +125,20 @@ SweepSummary merge_shards(const config::SweepPlan& plan, const std::vector<std::
         throw core::UserError(d);
     }
     if (problems) *problems = found;
-    fs::create_directories(out_dir);
+    make_output_directory(out_dir, "--out");
     std::ofstream csv(fs::path(out_dir) / "results.csv", std::ios::trunc);
     std::ofstream jsonl(fs::path(out_dir) / "results.jsonl", std::ios::trunc);
     csv << csv_header(params);
     JsonlWriter json_lines(params);
     for (auto& [index, r] : rows) {
         csv << csv_row(r);
-        jsonl << json_lines.row(r);
+        auto line = json_line.find(index);
+        jsonl << (line != json_line.end() ? line->second : json_lines.row(r));
         ranking.add(r);
     }
+    csv.close();
+    jsonl.close();
+    if (!csv || !jsonl) results_write_error(out_dir, "cannot write the merged results");
     ranking.summary.total = plan.size();
     return std::move(ranking.summary);
 }

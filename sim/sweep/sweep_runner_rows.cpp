@@ -2,10 +2,13 @@
 
 #include <algorithm>
 #include <array>
+#include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <iterator>
+#include <optional>
 
 #include <fmt/compile.h>
 #include <fmt/format.h>
@@ -14,6 +17,7 @@
 
 #include "core/assert.hpp"
 #include "core/csv.hpp"
+#include "core/diagnostics.hpp"
 #include "report/format.hpp"
 #include "report/report_fields.hpp"
 
@@ -273,7 +277,7 @@ std::string jsonl_row(const Row& r, const std::vector<std::string>& params) {
     return JsonlWriter(params).row(r);
 }
 
-std::vector<Row> read_results(const fs::path& csv, std::size_t params, bool rewrite_older_layout) {
+std::vector<Row> read_results(const fs::path& csv, std::size_t params, bool repair) {
     std::vector<Row> rows;
     std::ifstream in(csv, std::ios::binary);
     if (!in) return rows;
@@ -292,7 +296,8 @@ std::vector<Row> read_results(const fs::path& csv, std::size_t params, bool rewr
         rows.push_back(*row);
         good_end = next + 1;
     }
-    if (rewrite_older_layout && !layout.current) {
+    if (!repair) return rows;
+    if (!layout.current) {
         // Written by an earlier podsim with other columns: rows to come must line up with the header.
         std::string upgraded = csv_header(layout.parameter_names);
         for (const Row& r : rows) upgraded += csv_row(r);
@@ -303,16 +308,71 @@ std::vector<Row> read_results(const fs::path& csv, std::size_t params, bool rewr
     return rows;
 }
 
+std::vector<std::string> parameters_of_header(const std::string& header) {
+    auto names = core::split_csv_line(header);
+    std::vector<std::string> params;
+    const std::string first_field(report::sweep_fields().front()->name());
+    for (std::size_t i = 3; i < names.size() && names[i] != first_field && names[i] != "kept"; ++i)
+        params.push_back(names[i]);
+    return params;
+}
+
+std::string first_line(const fs::path& file) {
+    std::ifstream in(file, std::ios::binary);
+    std::string line;
+    std::getline(in, line);
+    return line;
+}
+
+namespace {
+
+// The `index` of one results.jsonl line; none for a line that is not a result row.
+std::optional<std::size_t> row_index(const std::string& line) {
+    auto row = nlohmann::json::parse(line, nullptr, false);
+    if (row.is_discarded() || !row.is_object() || !row.contains("index") ||
+        !row["index"].is_number_unsigned())
+        return std::nullopt;
+    return row["index"].get<std::size_t>();
+}
+
+}  // namespace
+
+std::map<std::size_t, std::string> read_jsonl_lines(const fs::path& jsonl) {
+    std::map<std::size_t, std::string> lines;
+    std::ifstream in(jsonl, std::ios::binary);
+    std::string line;
+    while (std::getline(in, line)) {
+        if (in.eof()) break;  // no newline: half-written
+        if (auto index = row_index(line)) lines.emplace(*index, line + "\n");
+    }
+    return lines;
+}
+
+void make_output_directory(const fs::path& dir, const std::string& option) {
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    if (ec || !fs::is_directory(dir)) {
+        core::Diagnostics d;
+        d.error({dir.string(), 0, 0}, option,
+                fmt::format("cannot write results there: {}",
+                            ec ? ec.message() : std::string("it exists and is not a directory")));
+        throw core::UserError(d);
+    }
+}
+
+void results_write_error(const fs::path& dir, const std::string& what) {
+    core::Diagnostics d;
+    d.error({dir.string(), 0, 0}, "--out",
+            fmt::format("{} ({}): the results there are incomplete", what, std::strerror(errno)));
+    throw core::UserError(d);
+}
+
 void rewrite_jsonl(const fs::path& jsonl, const std::set<std::size_t>& done) {
     std::ifstream in(jsonl);
     std::string kept, line;
     while (std::getline(in, line)) {
         if (in.eof()) break;  // no newline: half-written
-        auto row = nlohmann::json::parse(line, nullptr, false);
-        if (row.is_discarded() || !row.is_object() || !row.contains("index") ||
-            !row["index"].is_number_unsigned())
-            continue;
-        if (done.count(row["index"].get<std::size_t>())) kept += line + "\n";
+        if (auto index = row_index(line); index && done.count(*index)) kept += line + "\n";
     }
     in.close();
     std::ofstream(jsonl, std::ios::trunc) << kept;

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -52,11 +53,22 @@ class JsonlWriter {
 };
 std::string jsonl_row(const Row& r, const std::vector<std::string>& params);
 
-// Reads the complete rows of an earlier run and truncates a half-written last line. With
-// `rewrite_older_layout` (resuming), a file of an earlier layout is rewritten in the current one so
-// that the rows appended next line up with its header.
-std::vector<Row> read_results(const std::filesystem::path& csv, std::size_t params,
-                              bool rewrite_older_layout = false);
+// Reads the complete rows of an earlier run. With `repair` (resuming into it) it also truncates a
+// half-written last line, and rewrites a file of an earlier layout in the current one so that the
+// rows appended next line up with its header; without, the file is left as it is.
+std::vector<Row> read_results(const std::filesystem::path& csv, std::size_t params, bool repair = false);
+// The swept parameters a results.csv header names (the columns between `reason` and the report's).
+std::vector<std::string> parameters_of_header(const std::string& header);
+// The first line of a file, without its newline; empty when it cannot be read.
+std::string first_line(const std::filesystem::path& file);
+// The complete lines of a results.jsonl by the index they hold (with their newline).
+std::map<std::size_t, std::string> read_jsonl_lines(const std::filesystem::path& jsonl);
+// Creates the directory results go to; a core::UserError naming `option` when that cannot be done
+// (a file there, no permission).
+void make_output_directory(const std::filesystem::path& dir, const std::string& option);
+// Throws the core::UserError of a failed write of results into `dir` (errno says why).
+[[noreturn]] void results_write_error(const std::filesystem::path& dir, const std::string& what);
+
 // Keeps the JSON lines whose index is in `done` (rows also in results.csv).
 void rewrite_jsonl(const std::filesystem::path& jsonl, const std::set<std::size_t>& done);
 

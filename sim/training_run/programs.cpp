@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "core/assert.hpp"
+#include "core/diagnostics.hpp"
 #include "core/time.hpp"
 #include "parallel/parallelism.hpp"
 
@@ -45,24 +46,45 @@ ProgramLibrary::ProgramLibrary(const run::RunSpec& base, const RunPlan& plan) : 
     base_.runtime.recompile_every_step = false;
 }
 
-const run::Simulation& ProgramLibrary::step(int seq_len, long batch) {
+const ProgramLibrary::StepShape& ProgramLibrary::step(int seq_len, long batch) {
     auto key = std::make_pair(seq_len, batch);
     auto it = steps_.find(key);
-    if (it != steps_.end()) return *it->second;
+    if (it != steps_.end()) return it->second;
     run::RunSpec spec = base_;
     if (!spec.model.is_vit() && seq_len > 0) spec.training.seq_len = seq_len;
     // A batch the data-parallel axes cannot split evenly is padded up to one they can, as SPMD
     // frameworks pad a last partial batch.
     const long shards = parallel::divisor(spec.mesh, workload::Shard::batch) * spec.training.microbatches;
     spec.training.global_batch = std::max(shards, (batch + shards - 1) / shards * shards);
-    auto sim = std::make_unique<run::Simulation>(run::simulate(spec));
-    return *steps_.emplace(key, std::move(sim)).first->second;
+    const run::Simulation sim = run::simulate(spec);
+    StepShape shape;
+    shape.step_time = sim.timeline.step_time;
+    core::Time first = std::numeric_limits<core::Time>::max(), last = 0;
+    for (std::size_t i = 0; i < sim.program.ops.size(); ++i) {
+        const auto& op = sim.program.ops[i];
+        if (op.category == parallel::OpCategory::host) continue;
+        ++shape.ops;
+        if (op.phase != workload::Phase::forward) continue;
+        first = std::min(first, sim.timeline.spans[i].start);
+        last = std::max(last, sim.timeline.spans[i].end);
+        ++shape.forward_ops;
+    }
+    if (shape.forward_ops > 0) shape.forward_span = last - first;
+    return steps_.emplace(key, shape).first->second;
 }
 
 const Program& ProgramLibrary::get(const ProgramKey& key) {
     auto it = programs_.find(key);
     if (it != programs_.end()) return it->second;
-    const run::Simulation& sim = step(key.seq_len, key.batch);
+    if (programs_.size() >= config::kMaxWholeRunPrograms) {
+        core::Diagnostics d;
+        d.error(plan_.location.at, "whole_run",
+                fmt::format("the run has more than {} distinct programs (shapes, accumulated evaluation "
+                            "results, parts of split graphs): more than podsim simulates in one run",
+                            config::kMaxWholeRunPrograms));
+        throw core::UserError(d);
+    }
+    const StepShape& shape = step(key.seq_len, key.batch);
     const auto& cal = base_.calibration;
     const int params = parameter_tensors(base_);
     const int states = optimizer_state_per_parameter(base_);
@@ -71,34 +93,26 @@ const Program& ProgramLibrary::get(const ProgramKey& key) {
     double compile_per_op_s = cal.compile_time_per_op;
     double compile_base_s = cal.compile_time_base;
     if (key.kind == ProgramKind::train) {
-        p.device_time = sim.timeline.step_time;
-        for (const auto& op : sim.program.ops) {
-            if (op.category != parallel::OpCategory::host) ++p.ops;
-        }
+        p.device_time = shape.step_time;
+        p.ops = shape.ops;
         // Synced at the step's end: parameters, gradients, optimizer state, the loss.
         p.tensors = params * (2 + states) + 1;
         p.arguments = params * (1 + states) + 2;
     } else {
         // Forward only: the forward part of the simulated step's timeline.
-        core::Time first = std::numeric_limits<core::Time>::max(), last = 0;
-        for (std::size_t i = 0; i < sim.program.ops.size(); ++i) {
-            const auto& op = sim.program.ops[i];
-            if (op.phase != workload::Phase::forward || op.category == parallel::OpCategory::host) continue;
-            first = std::min(first, sim.timeline.spans[i].start);
-            last = std::max(last, sim.timeline.spans[i].end);
-            ++p.ops;
-        }
-        PODSIM_ASSERT(p.ops > 0, "a step without forward ops");
-        p.device_time = last - first;
+        PODSIM_ASSERT(shape.forward_ops > 0, "a step without forward ops");
+        p.ops = shape.forward_ops;
+        p.device_time = shape.forward_span;
         p.tensors = plan_.eval.accumulated_tensors + 1;
         p.arguments = params + 2;
         if (key.accumulated_rows > 0) {
             // torch.cat of the rows so far with this step's: reads and writes them all.
             const double bytes = 2.0 * static_cast<double>(key.accumulated_rows + key.batch) *
                                  plan_.eval.accumulated_bytes_per_sample * plan_.eval.accumulated_tensors;
-            p.device_time +=
+            p.device_time = core::add_times(
+                p.device_time,
                 core::from_seconds(bytes / (base_.topology.chip.device_hbm_bandwidth() * cal.hbm_efficiency) +
-                                   cal.op_overhead * plan_.eval.accumulated_tensors);
+                                   cal.op_overhead * plan_.eval.accumulated_tensors));
             p.ops += plan_.eval.accumulated_tensors;
         }
     }

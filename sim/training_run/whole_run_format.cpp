@@ -1,5 +1,6 @@
 #include "training_run/whole_run_format.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -46,7 +47,7 @@ std::string format_whole_run(const WholeRun& w) {
                                  w.train_steps, w.eval_steps));
     if (w.train_steps > 0) {
         line("train", fmt::format("{}, {:.2f} steps/s over the run", format_seconds(w.train_time_s),
-                                  w.train_steps / w.train_time_s));
+                                  static_cast<double>(w.train_steps) / w.train_time_s));
         line("  steady state",
              fmt::format("{} per step, {:.2f} steps/s (last {} steps)", format_seconds(w.steady_train_step_s),
                          1.0 / w.steady_train_step_s, w.steady_window));
@@ -54,7 +55,7 @@ std::string format_whole_run(const WholeRun& w) {
     }
     if (w.eval_steps > 0) {
         line("eval", fmt::format("{}, {:.2f} steps/s over the run", format_seconds(w.eval_time_s),
-                                 w.eval_steps / w.eval_time_s));
+                                 static_cast<double>(w.eval_steps) / w.eval_time_s));
         line("  steady state", fmt::format("{} per step, {:.2f} steps/s",
                                            format_seconds(w.steady_eval_step_s), 1.0 / w.steady_eval_step_s));
     }
@@ -81,14 +82,27 @@ std::string format_whole_run(const WholeRun& w) {
         out += fmt::format("  {:<24} {:>8} samples  {:>12}\n", name, m.count, format_seconds(m.total_s));
     }
     for (const auto& [name, value] : w.counters) out += fmt::format("  {:<24} {:>8}\n", name, value);
-    if (!w.debug_lines.empty()) {
-        out +=
-            fmt::format("\nPT_XLA_DEBUG=1 would print ({} lines; first and last 3)\n", w.debug_lines.size());
-        const std::size_t n = w.debug_lines.size();
-        for (std::size_t i = 0; i < n; ++i) {
-            if (i == 3 && n > 6) out += "  ...\n";
-            if (i >= 3 && i + 3 < n) continue;
-            out += "  " + w.debug_lines[i] + "\n";
+    if (w.debug_line_count > 0) {
+        out += fmt::format("\nPT_XLA_DEBUG=1 would print ({} lines; first and last 3)\n", w.debug_line_count);
+        // Those of the recorded steps, then the run's last ones where the recorded steps do not
+        // reach them.
+        std::vector<std::string> shown(
+            w.debug_lines.begin(),
+            w.debug_lines.begin() +
+                std::min<std::ptrdiff_t>(3, static_cast<std::ptrdiff_t>(w.debug_lines.size())));
+        const long total = w.debug_line_count;
+        if (total == static_cast<long>(w.debug_lines.size())) {
+            for (std::size_t i = 3; i < w.debug_lines.size(); ++i) {
+                if (i + 3 >= w.debug_lines.size()) shown.push_back(w.debug_lines[i]);
+            }
+        } else {
+            const long tail = std::min<long>(static_cast<long>(w.last_debug_lines.size()),
+                                             total - static_cast<long>(shown.size()));
+            shown.insert(shown.end(), w.last_debug_lines.end() - tail, w.last_debug_lines.end());
+        }
+        for (std::size_t i = 0; i < shown.size(); ++i) {
+            if (i == 3 && total > 6) out += "  ...\n";
+            out += "  " + shown[i] + "\n";
         }
     }
     return out;
@@ -128,6 +142,11 @@ std::string whole_run_json(const WholeRun& w) {
     }
     j["programs"] = programs;
     j["pt_xla_debug"] = w.debug_lines;
+    if (w.debug_line_count > static_cast<long>(w.debug_lines.size())) {
+        // A run longer than the recorded steps: their lines above, the whole run's count and last ones.
+        j["pt_xla_debug_lines"] = w.debug_line_count;
+        j["pt_xla_debug_last"] = w.last_debug_lines;
+    }
     return j.dump(2) + "\n";
 }
 
@@ -147,10 +166,10 @@ std::string metrics_report(const WholeRun& w) {
 std::string whole_run_trace(const WholeRun& w) {
     auto us = [](core::Time t) { return static_cast<double>(t) / static_cast<double>(core::kMicrosecond); };
     auto events = nlohmann::json::array();
-    events.push_back({{"ph", "M"},
-                      {"pid", 1},
-                      {"name", "process_name"},
-                      {"args", {{"name", "podsim whole run: " + w.name}}}});
+    std::string process = "podsim whole run: " + w.name;
+    if (w.total_steps() > static_cast<long>(w.steps.size()))
+        process += fmt::format(" (its first {} of {} steps)", w.steps.size(), w.total_steps());
+    events.push_back({{"ph", "M"}, {"pid", 1}, {"name", "process_name"}, {"args", {{"name", process}}}});
     for (int t = 0; t <= kTracks; ++t) {
         const std::string name = t == kTracks ? "steps" : std::string(track_name(static_cast<Track>(t)));
         events.push_back(

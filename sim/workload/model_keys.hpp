@@ -11,6 +11,7 @@ namespace podsim::workload {
 inline constexpr std::array<std::string_view, 4> kFamilyNames = {"gpt2", "decoder", "encoder", "vit"};
 inline constexpr std::array<std::string_view, 4> kActivationNames = {"gelu", "relu", "swiglu", "geglu"};
 inline constexpr std::array<std::string_view, 4> kPositionNames = {"learned", "rope", "relative", "none"};
+inline constexpr std::array<std::string_view, 2> kEmbeddingLookupNames = {"gather", "one_hot"};
 
 // Every key of podsim.model/v1 (`podsim explain model`). Adding a key: one line here (its default,
 // bounds and help live nowhere else), then read it in config/model.cpp with MapReader's Key
@@ -101,6 +102,22 @@ inline constexpr core::Key kModelKeys[] = {
      .default_value = 1,
      .help = "biases in projections (and LayerNorm shift)"},
     {.path = "parallel_block", .kind = KeyKind::boolean, .help = "attention and MLP side by side (PaLM)"},
+    {.path = "embedding_lookup",
+     .kind = KeyKind::choice,
+     .choices = kEmbeddingLookupNames,
+     .default_string = "gather",
+     .help = "how token (and learned position) embeddings are looked up: gather rows, or multiply a one-hot "
+             "matrix of the ids by the table (Praxis lookup_style 'matmul'), a matmul whose backward keeps "
+             "the one-hot matrix"},
+    {.path = "attention_dropout",
+     .kind = KeyKind::number,
+     .default_note = "gpt2 and encoder: 0.1, decoder and vit: 0",
+     .minimum = 0,
+     .maximum = 1,
+     .help =
+         "dropout probability on the attention weights in training (Hugging Face GPT2Config.attn_pdrop and "
+         "BertConfig.attention_probs_dropout_prob default to 0.1; LlamaConfig.attention_dropout and "
+         "ViTConfig.attention_probs_dropout_prob to 0; MaxText dropout_rate 0)"},
     {.path = "position",
      .kind = KeyKind::choice,
      .choices = kPositionNames,

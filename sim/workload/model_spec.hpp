@@ -10,6 +10,7 @@ namespace podsim::workload {
 enum class ModelFamily { gpt2, decoder, encoder, vit };
 enum class Activation { gelu, relu, swiglu, geglu };
 enum class PositionEmbedding { learned, rope, relative, none };
+enum class EmbeddingLookup { gather, one_hot };
 static_assert(kFamilyNames.size() == static_cast<std::size_t>(ModelFamily::vit) + 1);
 static_assert(kActivationNames.size() == static_cast<std::size_t>(Activation::geglu) + 1);
 static_assert(kPositionNames.size() == static_cast<std::size_t>(PositionEmbedding::none) + 1);
@@ -33,6 +34,8 @@ struct ModelSpec {
     bool parallel_block =
         model_key("parallel_block").boolean_default();  // attention and MLP side by side on one norm (PaLM)
     PositionEmbedding position = PositionEmbedding::learned;
+    EmbeddingLookup embedding_lookup = model_key("embedding_lookup").choice_default<EmbeddingLookup>();
+    double attention_dropout = 0.0;  // probability, on the attention weights in training
     // vit only
     int image_size = 0;
     int patch_size = 0;

@@ -84,8 +84,17 @@ struct Op {
     int layer = -1;                   // transformer block, or -1
     int param_group = -1;             // parameters this op reads (for FSDP gathers), or -1
     bool attention_internal = false;  // scores, softmax, context: what remat=attention recomputes
-    bool kept_for_backward = false;   // output saved until the backward under the remat policy
-    bool offloaded = false;           // kept in pinned host memory until the backward (remat offload)
+    // Not recomputed under the remat policy: what the policy saves of it (`saved`) stays in HBM
+    // until its layer's backward.
+    bool kept_for_backward = false;
+    bool offloaded = false;  // `saved` kept in pinned host memory until the backward (remat offload)
+    // The residuals this op keeps for the backward (a forward op, or a recompute copy until its
+    // layer's backward ends), as JAX's autodiff keeps them: residuals.hpp, docs/model.md "Residuals".
+    // `output_saved`: its own output is one of them (and not also a temporary).
+    std::vector<Tensor> saved;
+    bool output_saved = false;
+    // A backward op: the recompute copy (graph index) whose `saved` it is the last to read.
+    int frees_saved_of = -1;
     BackwardKind backward = BackwardKind::standard;
     ActivationName activation = ActivationName::other;  // MaxText's checkpoint_name, for remat
     bool weight_matmul = false;                         // a dot with a parameter operand (no batch dims)

@@ -29,6 +29,7 @@ inline constexpr std::array<std::string_view, 13> kRematNames = {"none",
 inline constexpr std::array<std::string_view, 3> kRematPlaceNames = {"remat", "device", "offload"};
 // MaxText's `attention` values; mha is its older name for dot_product (Attention has two values).
 inline constexpr std::array<std::string_view, 3> kAttentionChoices = {"dot_product", "mha", "flash"};
+inline constexpr std::array<std::string_view, 2> kLossLabelNames = {"ids", "one_hot"};
 
 // Every key of a run config's `training:` block (`podsim explain run`). Adding a key: one line
 // here (its default, bounds and help live nowhere else), then read it in config/run.cpp with
@@ -226,6 +227,19 @@ inline constexpr core::Key kTrainingKeys[] = {
      .kind = KeyKind::boolean,
      .help = "(MaxText pipeline_fsdp_ag_once) gather a stage's FSDP-sharded weights once, before the first "
              "microbatch, and keep them for the whole step"},
+    {.path = "training.loss_labels",
+     .kind = KeyKind::choice,
+     .choices = kLossLabelNames,
+     .default_string = "ids",
+     .help = "the cross-entropy's labels: integer ids (optax softmax_cross_entropy_with_integer_labels: the "
+             "gradient goes through a scatter into fp32 logits' shape, then the compute dtype) or a dense "
+             "one-hot matrix (Praxis: kept for the backward, the gradient written in the compute dtype)"},
+    {.path = "training.scan_layers",
+     .kind = KeyKind::boolean,
+     .default_note = "runtime.framework jax: true (MaxText scan_layers), pytorch-xla*: false",
+     .help = "the layers run as one scanned loop (jax.lax.scan): residuals kept as JAX's autodiff keeps them "
+             "and gradients allocated when the loop's backward starts; unrolled, XLA's fusion recomputes "
+             "cheap residuals and each layer's gradients come with its backward"},
 };
 
 consteval const core::Key& training_key(std::string_view path) {

@@ -51,6 +51,7 @@ inline constexpr std::size_t kCheckpointNames = static_cast<std::size_t>(Activat
 // Attention kernels (MaxText `attention`): dot_product materialises the S x S scores in HBM;
 // flash (Pallas splash attention on TPU, FlashAttention-2) streams them through on-chip memory.
 enum class Attention { dot_product, flash };
+enum class LossLabels { ids, one_hot };
 static_assert(kOptimizerNames.size() == static_cast<std::size_t>(Optimizer::sgd) + 1);
 static_assert(kRematNames.size() == static_cast<std::size_t>(Remat::custom) + 1);
 // training.attention's choices are kAttentionChoices (with the alias mha); its default is the first.
@@ -78,6 +79,10 @@ struct TrainingSpec {
     // along the sequence over the tensor axis; all-gather before and reduce-scatter after them
     // replace the all-reduce.
     bool tensor_sequence = training_key("training.tensor_sequence").boolean_default();
+    // The layers as one `while` loop (jax.lax.scan) or unrolled; config::parse_run resolves the
+    // default from runtime.framework.
+    bool scan_layers = true;
+    LossLabels loss_labels = training_key("training.loss_labels").choice_default<LossLabels>();
     Attention attention = training_key("training.attention").choice_default<Attention>();
     // Query and key/value block of the flash kernel, in tokens: causal attention skips the blocks
     // above the diagonal. 512 is MaxText's default (base.yml sa_block_q / sa_block_kv).

@@ -1,5 +1,5 @@
-// The fuzz findings (tests/fuzz/regressions) through the command line, as a user runs
-// them: each must end with exit 0 and a report, or exit 2 and a `FILE:...: error:` message, within
+// The fuzz findings (tests/fuzz/regressions, tests/errors/findings) through the command line, as a user
+// runs them: each must end with exit 0 and a report, or exit 2 and a `FILE:...: error:` message, within
 // 10 s of CPU time and 2 GB of address space. CPU time, not wall time: on a loaded 2-core CI machine
 // an ASan build's wall time says more about the load than about podsim.
 #include <doctest/doctest.h>
@@ -49,14 +49,15 @@ double children_cpu_seconds() {
 }
 
 // Runs podsim with `args` in `dir` under `ulimit -v` (2 GiB, but for ASan builds), `ulimit -t 10`
-// (CPU seconds) and, against a hang that uses no CPU, `timeout 120`.
-Outcome run_podsim(const std::string& args, const fs::path& dir) {
+// (CPU seconds) and, against a hang that uses no CPU, `timeout 120`; `limits` adds shell commands
+// before it (another ulimit).
+Outcome run_podsim(const std::string& args, const fs::path& dir, const std::string& limits = "") {
     const fs::path err =
         fs::temp_directory_path() / ("podsim-regression-" + std::to_string(::getpid()) + ".err");
     const std::string limit = kAddressSanitizer ? "" : "ulimit -v 2097152 && ";
-    const std::string command = "cd '" + dir.string() + "' && " + limit + "ulimit -t 10 && timeout 120 " +
-                                std::string(PODSIM_BINARY) + " " + args + " > /dev/null 2> '" + err.string() +
-                                "'";
+    const std::string command = "cd '" + dir.string() + "' && " + limit + limits +
+                                "ulimit -t 10 && timeout 120 " + std::string(PODSIM_BINARY) + " " + args +
+                                " > /dev/null 2> '" + err.string() + "'";
     const double cpu_before = children_cpu_seconds();
     const int status = std::system(command.c_str());
     Outcome out;
@@ -79,6 +80,29 @@ void check_clean(const Outcome& o, const std::string& what) {
 }
 
 const fs::path regressions = fs::path(PODSIM_SOURCE_DIR) / "tests" / "fuzz" / "regressions";
+// The command-line findings of a later campaign (sweeps, outputs, resumed directories).
+const fs::path findings = fs::path(PODSIM_SOURCE_DIR) / "tests" / "errors" / "findings";
+
+std::string quoted(const fs::path& p) {
+    return "'" + p.string() + "'";
+}
+
+// An error with exit 2 that says `what`.
+void check_refused(const Outcome& o, const std::string& command, const std::string& what) {
+    INFO(command << ": exit " << o.exit_code << "\n" << o.err);
+    CHECK(o.exit_code == 2);
+    CHECK(o.err.find(": error: ") != std::string::npos);
+    CHECK(o.err.find(what) != std::string::npos);
+    CHECK(o.err.find("terminate") == std::string::npos);
+}
+
+fs::path scratch(const std::string& name) {
+    fs::path dir =
+        fs::temp_directory_path() / ("podsim-regression-" + name + "-" + std::to_string(::getpid()));
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    return dir;
+}
 
 }  // namespace
 
@@ -151,5 +175,90 @@ TEST_CASE("100,000 unknown keys are reported in well under 10 s") {
     auto o = run_podsim("check many.yaml", dir);
     check_clean(o, "100,000 keys");
     CHECK(o.exit_code == 2);
+    fs::remove_all(dir);
+}
+
+TEST_CASE("sweeps: an --out that is no directory, any --jobs, a link too slow to simulate") {
+    const fs::path dir = scratch("sweep-out");
+    std::ofstream(dir / "regular") << "x\n";
+    const std::string sweep = quoted(findings / "sweep_small.yaml");
+    for (const std::string& out :
+         {quoted(dir / "regular"), std::string("/dev/null"), std::string("/proc/podsim-new")}) {
+        check_refused(run_podsim("sweep " + sweep + " --out " + out + " --no-progress", dir), out,
+                      "--out: cannot write results there");
+    }
+    REQUIRE(run_podsim("sweep " + sweep + " --out s --no-progress", dir).exit_code == 0);
+    check_refused(run_podsim("sweep merge " + sweep + " s --out regular", dir), "merge --out regular",
+                  "--out: cannot write results there");
+    // Jobs: at most what runs at once; none or fewer is a mistake.
+    for (const char* jobs : {"50000", "2147483647"}) {
+        auto o = run_podsim("sweep " + sweep + " --jobs " + jobs + " --no-progress", dir);
+        check_clean(o, std::string("--jobs ") + jobs);
+        CHECK(o.exit_code == 0);
+    }
+    for (const char* jobs : {"0", "-5"})
+        check_refused(run_podsim("sweep " + sweep + " --jobs " + jobs + " --no-progress", dir),
+                      std::string("--jobs ") + jobs, "--jobs: ");
+    // A link bandwidth of 1e-12 GB/s: every config a skipped row that says why.
+    auto o =
+        run_podsim("sweep " + quoted(findings / "sweep_link_bw_tiny.yaml") + " --out l --no-progress", dir);
+    check_clean(o, "sweep on a 1e-12 GB/s link");
+    CHECK(o.exit_code == 0);
+    std::ifstream csv(dir / "l" / "results.csv");
+    std::stringstream rows;
+    rows << csv.rdbuf();
+    CHECK(rows.str().find("1,skipped,\"cannot simulate this config") != std::string::npos);
+    fs::remove_all(dir);
+}
+
+TEST_CASE("a run on a link too slow to simulate: every --dump says so") {
+    const fs::path config = regressions / "run_config" / "link_bw_tiny_abort.yaml";
+    for (const char* stage : {"opgraph", "mapping", "program", "timeline"}) {
+        check_refused(run_podsim("run " + quoted(config) + " --dump " + stage, PODSIM_SOURCE_DIR), stage,
+                      "cannot simulate this config");
+    }
+}
+
+TEST_CASE("every \"written\" is checked: no file, a directory, a full disk") {
+    const fs::path dir = scratch("written");
+    const std::string sweep = quoted(findings / "sweep_small.yaml");
+    for (const std::string& to :
+         {std::string("/nonexistent/x.yaml"), dir.string(), std::string("/dev/full")}) {
+        check_refused(run_podsim("sweep " + sweep + " --best-config " + to + " --no-progress", dir),
+                      "--best-config " + to, "cannot write the file");
+    }
+    const std::string vit = quoted(fs::path(PODSIM_SOURCE_DIR) / "configs" / "vit-cifar-mesh-8x1-b128.yaml");
+    check_refused(run_podsim("run " + vit + " --trace /dev/full", dir), "--trace /dev/full",
+                  "/dev/full: error: cannot write the file: No space left on device");
+    const std::string qnli = quoted(fs::path(PODSIM_SOURCE_DIR) / "configs" / "unit-qnli-train.yaml");
+    check_refused(run_podsim("run " + qnli + " --metrics-report /dev/full", dir),
+                  "--metrics-report /dev/full", "cannot write the file");
+    check_refused(
+        run_podsim("collective --topology tpu-v4 --slice 2x2x2 --mesh data=8 --svg /nonexistent/x.svg", dir),
+        "--svg", "cannot write the file");
+    check_refused(run_podsim("calibrate " + quoted(fs::path(PODSIM_SOURCE_DIR) / "configs" / "default.yaml") +
+                                 " --profile " + quoted(findings / "metrics_report.txt") +
+                                 " --params mxu_efficiency --out /nonexistent/dir/cal.yaml",
+                             dir),
+                  "calibrate --out", "cannot write the file");
+    // A disk that fills up while a sweep writes its rows (a 1 KiB file size limit stands for it).
+    check_refused(run_podsim("sweep " + sweep + " --out full --jobs 1 --no-progress", dir,
+                             "trap '' XFSZ && ulimit -f 2 && "),
+                  "a full disk", "cannot write results");
+    fs::remove_all(dir);
+}
+
+TEST_CASE("input checks: standard input's size, a collective axis twice") {
+    const fs::path dir = scratch("inputs");
+    {
+        std::ifstream base(fs::path(PODSIM_SOURCE_DIR) / "configs" / "default.yaml");
+        std::ofstream big(dir / "big.yaml");
+        big << base.rdbuf() << std::string(20'000'000, '#') << "\n";
+    }
+    check_refused(run_podsim("run - < big.yaml", dir), "20 MB on standard input",
+                  "<stdin>: error: more than 16 MiB");
+    check_refused(
+        run_podsim("collective --topology tpu-v4 --slice 2x2x2 --mesh data=8 --axis data,data", dir),
+        "--axis data,data", "axis data given twice");
     fs::remove_all(dir);
 }

@@ -15,8 +15,8 @@ seconds=${2:?usage: run-fuzzers.sh BUILD SECONDS [TARGET...]}
 shift 2
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-  targets=(run_config model topology sweep validation profile chrome_trace xplane hlo_op_stats
-           xla_metrics nvtx chakra pod_viewer hlo_proto)
+  targets=(run_config whole_run dump resume model topology sweep validation profile chrome_trace xplane
+           hlo_op_stats xla_metrics nvtx chakra pod_viewer hlo_proto hlo)
 fi
 work=$build/fuzz
 seeds=$work/seeds
@@ -35,6 +35,8 @@ seed() {  # seed TARGET FILE...
   done
 }
 seed run_config configs/*.yaml tests/validation/*.yaml
+seed whole_run configs/*.yaml tests/validation/*.yaml tests/fuzz/regressions/run_config/*
+seed dump configs/*.yaml tests/fuzz/regressions/run_config/*
 seed model models/*.yaml
 seed topology topologies/*.yaml
 seed sweep configs/sweeps/*.yaml
@@ -52,6 +54,11 @@ tar -xzf tests/data/chakra__feeder_tests_trace.tar.gz -C "$seeds/chakra"
 find "$seeds/chakra" -type f ! -name '*.et' -delete
 # The compiled module is 6.5 MB: its first 64 KiB (the fuzzing length limit) start the HloProto.
 zcat tests/data/*.hlo.pb.gz | head -c 65536 > "$seeds/hlo_proto/module.hlo.pb" || true
+# Compiled modules as text: the small fixture whole is 500 KB; its first 64 KiB (header, stack-frame
+# tables, the first fused computations) and the public samples' openings.
+mkdir -p "$seeds/hlo"
+zcat tests/data/xla-truth/hlo/tiny-minimal-dot.hlo.txt.gz | head -c 65536 > "$seeds/hlo/tiny.hlo" || true
+for f in tests/data/xla__hlo_*.hlo; do head -c 65536 "$f" > "$seeds/hlo/$(basename "$f")"; done
 # podsim's own trace of a small config: a valid Chrome trace small enough to mutate whole.
 podsim_bin=$(find "$build" -maxdepth 1 -name podsim -type f | head -1)
 if [ -n "$podsim_bin" ]; then
@@ -72,7 +79,7 @@ run_target() {
   [ -d tests/fuzz/regressions/$t ] && dirs+=("tests/fuzz/regressions/$t")
   local max_len
   case $t in
-    profile|chrome_trace|xplane|hlo_op_stats|xla_metrics|nvtx|chakra|pod_viewer|hlo_proto)
+    profile|chrome_trace|xplane|hlo_op_stats|xla_metrics|nvtx|chakra|pod_viewer|hlo_proto|hlo)
       dirs+=(tests/fuzz/regressions/profile); max_len=65536 ;;
     *) max_len=8192 ;;
   esac

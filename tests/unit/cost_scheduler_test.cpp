@@ -1,5 +1,8 @@
 #include <doctest/doctest.h>
 
+#include <cmath>
+#include <numbers>
+
 #include "config/load.hpp"
 #include "cost/cost_model.hpp"
 #include "scheduler/scheduler.hpp"
@@ -41,6 +44,45 @@ TEST_CASE("matmul roofline with MXU padding") {
     fusion.category = OpCategory::fusion;
     fusion.bytes = 1.02e9;
     CHECK(model.cost(fusion, program).seconds == doctest::Approx(1.02e9 / (1.2e12 * 0.85)));
+}
+
+TEST_CASE("slices wait for the slowest: E[max of S normals] standard deviations of device work") {
+    // Closed forms: E[max of 2] = 1/sqrt(pi), of 3 = 3/(2 sqrt(pi)); of 5 = 1.16296 (tables of
+    // normal order statistics, e.g. Harter 1961).
+    CHECK(cost::expected_max_of_normals(1) == 0.0);
+    CHECK(cost::expected_max_of_normals(2) ==
+          doctest::Approx(1.0 / std::sqrt(std::numbers::pi)).epsilon(1e-9));
+    CHECK(cost::expected_max_of_normals(3) ==
+          doctest::Approx(1.5 / std::sqrt(std::numbers::pi)).epsilon(1e-9));
+    CHECK(cost::expected_max_of_normals(5) == doctest::Approx(1.16296).epsilon(1e-5));
+    CHECK(cost::expected_max_of_normals(32) > cost::expected_max_of_normals(8));
+
+    auto v4 = config::load_topology_file(test::source_path("topologies/tpu-v4.yaml"));
+    parallel::RuntimeSpec runtime;
+    cost::Calibration cal = cost::Calibration::defaults();
+    cal.slice_step_jitter = 0.07;
+    parallel::DeviceProgram program;
+    DeviceOp fusion;
+    fusion.category = OpCategory::fusion;
+    fusion.bytes = 1.02e9;
+    const double one =
+        cost::CostModel(cost::CostContext{v4, runtime, cal, core::DType::bf16}).cost(fusion, program).seconds;
+    const double two = cost::CostModel(cost::CostContext{v4, runtime, cal, core::DType::bf16, false, 2})
+                           .cost(fusion, program)
+                           .seconds;
+    CHECK(two == doctest::Approx(one * (1.0 + 0.07 / std::sqrt(std::numbers::pi))));
+}
+
+TEST_CASE("DCN bandwidth per chip from each generation's hosts") {
+    // v5p: 50 Gbps per chip (Cloud TPU v5p docs); v5e: 2 x 100 Gbps NICs per 8-chip host (Cloud TPU
+    // v5e docs); v4: PaLM's 81 Tbps over 1536 hosts, 52.7 Gb/s per 4-chip host.
+    auto bandwidth = [](const char* name) {
+        return config::load_topology_file(test::source_path(std::string("topologies/") + name))
+            .dcn.bandwidth_per_chip;
+    };
+    CHECK(bandwidth("tpu-v5p.yaml") == doctest::Approx(50e9 / 8));
+    CHECK(bandwidth("tpu-v5e.yaml") == doctest::Approx(200e9 / 8 / 8));
+    CHECK(bandwidth("tpu-v4.yaml") == doctest::Approx(52.7e9 / 8 / 4));
 }
 
 TEST_CASE("matmul shape classes and their efficiency factors") {

@@ -120,12 +120,27 @@ TEST_CASE("PyTorch/XLA SPMD: one process per host, GSPMD's async collectives, la
     CHECK_FALSE(multi.async());
     CHECK(multi.process_per_chip());
     // One matmul efficiency for every framework; both PyTorch/XLA modes trace eager modules, so
-    // both pay the fusion traffic of their unfused ops, and JAX none.
+    // both pay the traffic of an eager attention chain with dropout (Hugging Face GPT-2's), and
+    // neither pays it without dropout (Hugging Face Llama's); JAX programs never do.
     const auto cal = cost::Calibration::defaults();
-    CHECK(cal.attention_traffic(parallel::Framework::pytorch_xla_spmd) == cal.attention_traffic_pytorch_xla);
-    CHECK(cal.attention_traffic(parallel::Framework::pytorch_xla) == cal.attention_traffic_pytorch_xla);
-    CHECK(cal.attention_traffic(parallel::Framework::jax) == 1.0);
+    CHECK(cal.attention_traffic(parallel::Framework::pytorch_xla_spmd, true) ==
+          cal.attention_traffic_pytorch_xla);
+    CHECK(cal.attention_traffic(parallel::Framework::pytorch_xla, true) == cal.attention_traffic_pytorch_xla);
+    CHECK(cal.attention_traffic(parallel::Framework::pytorch_xla, false) == 1.0);
+    CHECK(cal.attention_traffic(parallel::Framework::pytorch_xla_spmd, false) == 1.0);
+    CHECK(cal.attention_traffic(parallel::Framework::jax, true) == 1.0);
     CHECK(cal.host_overhead(parallel::Framework::pytorch_xla_spmd) == cal.host_overhead_pytorch_xla);
+}
+
+TEST_CASE("attention dropout: Hugging Face's defaults by family, and the eager chain it adds") {
+    // GPT2Config.attn_pdrop = 0.1 and BertConfig.attention_probs_dropout_prob = 0.1; Llama and
+    // MaxText decoders and ViT (attention_probs_dropout_prob = 0.0) drop nothing.
+    CHECK(test::load_config("configs/gpt2-2b-fsdp-v4-8.yaml").model.attention_dropout == 0.1);
+    auto llama = test::load_config("configs/llama2-70b-fsdp-tp-v4-256-spmd.yaml");
+    CHECK(llama.model.attention_dropout == 0.0);
+    const double without = run::simulate(llama).report.step_time_s;
+    llama.model.attention_dropout = 0.1;  // the same graph with Hugging Face GPT-2's attention chain
+    CHECK(run::simulate(llama).report.step_time_s > without);
 }
 
 TEST_CASE("Llama-2-70B fsdp 32 x tensor 4 on v4-256 fits host RAM under SPMD, not multi-process") {

@@ -17,7 +17,8 @@ run::RunSpec maxtext_22b() {
 
 TEST_CASE("the FSDP prefetch depth drops when the prefetched weights would not fit in HBM") {
     auto spec = maxtext_22b();
-    spec.topology.chip.hbm_capacity = 1e15;  // no limit
+    spec.topology.chip.hbm_bytes_limit = 0.0;  // the verdict's limit is the capacity set below
+    spec.topology.chip.hbm_capacity = 1e15;    // no limit
     auto ahead = run::simulate(spec);
     auto none_ahead_spec = spec;
     none_ahead_spec.runtime.prefetch_depth = 0;
@@ -117,6 +118,26 @@ TEST_CASE("remat offload moves saved activations to host memory over the chip's 
     CHECK(offloaded.report.step_time_s >= saved.report.step_time_s);
 }
 
+TEST_CASE("offloaded residuals are reported as host memory, not in the HBM peak") {
+    // The 1B step of the XLA fixtures (tests/validation/xla): qkv_proj_offloaded keeps q, k and v of
+    // each of the 16 layers in pinned host memory, 3 x 8 x 2048 x 2048 bf16 values a layer: 3 GiB, as
+    // XLA's host_temp_size_in_bytes says for the same step.
+    auto spec = test::load_config("tests/validation/xla/xla-1b-b8-full-flash.yaml");
+    const auto full = run::simulate(spec);
+    spec.training.remat = workload::Remat::save_qkv_proj;
+    const auto saved = run::simulate(spec);
+    spec.training.remat = workload::Remat::qkv_proj_offloaded;
+    const auto offloaded = run::simulate(spec);
+    const double qkv_per_layer = 3.0 * 8 * 2048 * 2048 * 2;
+    CHECK(offloaded.report.memory.host_offload_bytes == doctest::Approx(16 * qkv_per_layer));
+    CHECK(saved.report.memory.host_offload_bytes == 0.0);
+    CHECK(full.report.memory.host_offload_bytes == 0.0);
+    // In HBM the step is full remat's but for the q, k, v of the layers being reloaded (one layer
+    // ahead of the backward): at most two layers' worth over full's, far below keeping them all.
+    CHECK(offloaded.memory.peak_bytes <= full.memory.peak_bytes + 2 * qkv_per_layer);
+    CHECK(offloaded.memory.peak_bytes < saved.memory.peak_bytes - 12 * qkv_per_layer);
+}
+
 TEST_CASE("the memory profile frees before it allocates at the same instant") {
     // Three temporaries one after another, each freed when its consumer (the next op) ends:
     // op 0 holds 100 bytes over [0, 4096) and until op 1 ends at 2^23 ps, op 1 holds 50, op 2 (70)
@@ -174,10 +195,14 @@ TEST_CASE("frees come before allocations at one instant whatever kind of change 
     forward.layer = 0;
     forward.kept_for_backward = true;
     forward.output_bytes = 100.0;
+    forward.saved_bytes = 100.0;
+    forward.output_saved = true;
     add(forward, 0, 10);
     parallel::DeviceOp backward = forward;
     backward.phase = workload::Phase::backward;
     backward.kept_for_backward = false;
+    backward.output_saved = false;
+    backward.saved_bytes = 0.0;
     backward.output_bytes = 10.0;
     add(backward, 10, 20);
     timeline.step_time = 30;
@@ -217,6 +242,8 @@ Layers synthetic_layers(int layers) {
         op.layer = layer;
         op.output_bytes = bytes;
         op.kept_for_backward = kept;
+        op.saved_bytes = kept ? bytes : 0.0;
+        op.output_saved = kept;
         const auto i = static_cast<int>(out.program.ops.size());
         out.program.ops.push_back(op);
         out.timeline.spans.push_back({i, 0, i * op_time, (i + 1) * op_time});

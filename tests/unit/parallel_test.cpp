@@ -1,7 +1,10 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <map>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -115,6 +118,125 @@ TEST_CASE("fsdp x data and DCN: reduce-scatter over fsdp, then all-reduce of the
     const double xl = static_cast<double>(workload::count_params(spec.model).total);
     CHECK(m.bytes["all-reduce@dcn"] ==
           doctest::Approx(xl * (spec.runtime.framework == parallel::Framework::jax ? 2 : 4) / 16));
+}
+
+namespace {
+
+int op_index(const parallel::DeviceProgram& program, std::string_view name) {
+    for (std::size_t i = 0; i < program.ops.size(); ++i)
+        if (program.ops[i].name == name) return static_cast<int>(i);
+    FAIL("no op " << name);
+    return -1;
+}
+
+double busy(const run::Simulation& sim, parallel::OpCategory category) {
+    double seconds = 0.0;
+    for (std::size_t i = 0; i < sim.program.ops.size(); ++i) {
+        if (sim.program.ops[i].category != category) continue;
+        seconds += core::to_seconds(sim.timeline.spans[i].end - sim.timeline.spans[i].start);
+    }
+    return seconds;
+}
+
+}  // namespace
+
+TEST_CASE("PyTorch/XLA FSDP gathers as all-reduces of the zero-padded shard") {
+    // torch_xla/core/xla_model.py (2.0 to 2.5): all_gather with pin_layout=True on TPU returns
+    // _all_gather_using_all_reduce, an all-reduce of the shard padded with zeros to the full size;
+    // XlaFullyShardedDataParallel passes pin_layout_in_collective_ops, True by default.
+    auto pt = gpt2_small("2x2x1", "{fsdp: 4}", "}\nruntime: {framework: pytorch-xla");
+    auto plain =
+        gpt2_small("2x2x1", "{fsdp: 4}", "}\nruntime: {framework: pytorch-xla, gather_via_all_reduce: false");
+    auto jax = gpt2_small("2x2x1", "{fsdp: 4}");
+    int gathers = 0;
+    for (std::size_t i = 0; i < pt.program.ops.size(); ++i) {
+        if (pt.program.ops[i].category != parallel::OpCategory::all_gather) continue;
+        ++gathers;
+        // The same gathered weights (what memory counts), at an all-reduce's price.
+        CHECK(pt.program.ops[i].collective == collectives::CollectiveKind::all_reduce);
+        CHECK(plain.program.ops[i].collective == collectives::CollectiveKind::all_gather);
+        CHECK(pt.program.ops[i].collective_bytes == plain.program.ops[i].collective_bytes);
+    }
+    CHECK(gathers == 2 * kGroups);
+    for (const auto& op : jax.program.ops)
+        if (op.category == parallel::OpCategory::all_gather)
+            CHECK(op.collective == collectives::CollectiveKind::all_gather);
+    // An all-reduce moves twice an all-gather's bytes (reduce-scatter, then all-gather): on the
+    // 2x2x1 mesh the gathers take twice as long, but for the latency of the extra steps.
+    const double ratio =
+        busy(pt, parallel::OpCategory::all_gather) / busy(plain, parallel::OpCategory::all_gather);
+    CHECK(ratio > 1.9);
+    CHECK(ratio < 2.05);
+}
+
+TEST_CASE("async collectives: an input gradient reduced over tensor runs before its weight gradient") {
+    // XLA's latency-hiding scheduler fills an async collective's wait with independent work: the
+    // all-reduce of mlp_up's input gradient runs under mlp_up's weight gradient.
+    auto jax = gpt2_small("2x2x1", "{tensor: 4}");
+    const auto& p = jax.program;
+    const int dgrad = op_index(p, "layer5.mlp_up.dgrad");
+    const int wgrad = op_index(p, "layer5.mlp_up.wgrad");
+    const int reduce = op_index(p, "layer5.mlp_up.dgrad.all-reduce");
+    CHECK(dgrad < wgrad);
+    const auto& spans = jax.timeline.spans;
+    CHECK(spans[static_cast<std::size_t>(reduce)].start < spans[static_cast<std::size_t>(wgrad)].end);
+    CHECK(spans[static_cast<std::size_t>(reduce)].end > spans[static_cast<std::size_t>(wgrad)].start);
+    // Synchronous collectives block the compute either way: lowering's order stays.
+    auto sync = gpt2_small("2x2x1", "{tensor: 4}", "}\nruntime: {async_collectives: false");
+    CHECK(op_index(sync.program, "layer5.mlp_up.wgrad") < op_index(sync.program, "layer5.mlp_up.dgrad"));
+    // Attention's two backward matmuls reduce nothing over tensor (heads are split): untouched.
+    CHECK(op_index(p, "layer5.attn_scores.grad_rhs") < op_index(p, "layer5.attn_scores.grad_lhs"));
+}
+
+TEST_CASE("data inside a slice and across slices: the DCN carries one piece per chip of each slice") {
+    // Hierarchical all-reduce: reduce-scatter over the slice's data axis, all-reduce of the 1/4
+    // piece over DCN, all-gather over the slice (fp32 gradients, 4 bytes).
+    auto sim = run::simulate(test::run_from_text(R"(
+schema: podsim.run/v1
+model: gpt2-small
+topology: tpu-v4
+slice: 2x2x1
+slices: 2
+mesh: {ici: {data: 4}, dcn: {data: 2}}
+training: {global_batch: 32, seq_len: 1024, optimizer: adam, remat: none}
+)"));
+    auto t = traffic(sim);
+    CHECK(t.bytes["reduce-scatter@ici:data"] == doctest::Approx(kParams * 4));
+    CHECK(t.bytes["all-reduce@dcn"] == doctest::Approx(kParams * 4 / 4));
+    CHECK(t.bytes["all-gather@ici:data"] == doctest::Approx(kParams * 4));
+    CHECK(t.count["all-reduce@dcn"] == kGroups);
+    CHECK(t.count["all-reduce@ici:data"] == 0);
+}
+
+TEST_CASE("the gradient all-reduce over DCN runs under the backward, or after it as Pathways ran PaLM's") {
+    // runtime.dcn_overlap (default): XLA schedules each group's cross-slice all-reduce as an async
+    // collective once its gradients are complete. false (PaLM: "the transfer does not start until
+    // each core finishes computing the gradients"): the first starts after the last backward op.
+    auto spec = test::load_config("configs/gpt2-xl-multislice-2x-v4-32.yaml");
+    CHECK(spec.runtime.dcn_overlap);
+    auto first_dcn_and_backward_end = [](const run::Simulation& sim) {
+        core::Time first = -1, backward_end = 0;
+        for (std::size_t i = 0; i < sim.program.ops.size(); ++i) {
+            const auto& op = sim.program.ops[i];
+            const auto& span = sim.timeline.spans[i];
+            if (op.resource >= 0 &&
+                sim.program.resources[static_cast<std::size_t>(op.resource)].kind ==
+                    parallel::ResourceKind::dcn &&
+                (first < 0 || span.start < first))
+                first = span.start;
+            if (op.category == parallel::OpCategory::matmul && op.phase == workload::Phase::backward)
+                backward_end = std::max(backward_end, span.end);
+        }
+        return std::pair{first, backward_end};
+    };
+    auto overlapped = run::simulate(spec);
+    auto [under_first, under_end] = first_dcn_and_backward_end(overlapped);
+    CHECK(under_first < under_end);
+    spec.runtime.dcn_overlap = false;
+    auto after = run::simulate(spec);
+    auto [after_first, after_end] = first_dcn_and_backward_end(after);
+    CHECK(after_first >= after_end);
+    CHECK(overlapped.report.step_time_s < after.report.step_time_s);
 }
 
 TEST_CASE("gradient accumulation: gathers and reduce-scatters per microbatch, one data all-reduce") {

@@ -260,3 +260,34 @@ TEST_CASE("a compiled XLA module: broken or without a buffer assignment, a clear
           std::string::npos);
     fs::remove_all(dir);
 }
+
+TEST_CASE("XLA's memory_analysis() from JSON lines: the peak, the grant and whether the step ran") {
+    // tests/data/xla-truth/gpu.jsonl, written by tools/xla_truth.py: one entry per compiled step.
+    const std::string file = test::source_path("tests/data/xla-truth/gpu.jsonl");
+    const auto ran = profile::read_profile(file + "#1b-b8-none-flash");
+    REQUIRE(ran.xla_memory);
+    CHECK(ran.format == "xla-memory-analysis");
+    CHECK(ran.device == "gpu");
+    CHECK(ran.xla_memory->peak() == 50'732'687'964.0);  // peak_memory_in_bytes
+    CHECK(ran.xla_memory->parameter_bytes == 11'438'743'556.0);
+    CHECK(ran.xla_memory->bytes_limit == 142'606'336'000.0);
+    CHECK(ran.xla_memory->ran == std::optional<bool>(true));
+    const auto oom = profile::read_profile(file + "#7b-b4-minimal-flash");
+    CHECK(oom.xla_memory->ran == std::optional<bool>(false));
+    // XLA:CPU leaves the temporaries out of its peak: arguments + temporaries + outputs not aliased
+    // (715,694,084 + 23,394,297,328 + 308), as the file's README says.
+    const auto spmd =
+        profile::read_profile(test::source_path("tests/data/xla-truth/spmd.jsonl") + "#spmd-1b-fsdp16-none");
+    CHECK(spmd.device == "cpu");
+    CHECK(spmd.xla_memory->peak() == 715'694'084.0 + 23'394'297'328.0 + 308.0);
+    CHECK_FALSE(spmd.xla_memory->ran.has_value());
+    // A name the file does not have: an error that lists the ones it has.
+    try {
+        profile::read_profile(file + "#1b-b8-nonsense");
+        FAIL("no error");
+    } catch (const core::UserError& e) {
+        const std::string message = e.diagnostics().items().front().message;
+        CHECK(message.find("no entry named '1b-b8-nonsense'") != std::string::npos);
+        CHECK(message.find("1b-b8-none-flash") != std::string::npos);
+    }
+}

@@ -1,7 +1,10 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <functional>
+#include <limits>
 
+#include "core/diagnostics.hpp"
 #include "support.hpp"
 #include "training_run/programs.hpp"
 #include "training_run/whole_run.hpp"
@@ -224,4 +227,184 @@ TEST_CASE("parameter tensors: BERT-Large counts q, k, v, output, two MLP matrice
     // final norm's two, and the untied or not head: bert-large ties its embeddings.
     CHECK(training_run::parameter_tensors(spec) == 24 * 16 + 2 + 2);
     CHECK(training_run::optimizer_state_per_parameter(spec) == 2);
+}
+
+namespace {
+
+// Every figure of two whole runs, exactly: the closed form of repeated periods must give what
+// running each step gives, to the picosecond.
+void check_same_run(const training_run::WholeRun& a, const training_run::WholeRun& b) {
+    CHECK(a.run_time_s == b.run_time_s);
+    CHECK(a.train_steps == b.train_steps);
+    CHECK(a.eval_steps == b.eval_steps);
+    CHECK(a.train_time_s == b.train_time_s);
+    CHECK(a.eval_time_s == b.eval_time_s);
+    CHECK(a.steady_window == b.steady_window);
+    CHECK(a.steady_train_step_s == b.steady_train_step_s);
+    CHECK(a.steady_eval_step_s == b.steady_eval_step_s);
+    CHECK(a.warmup_loss_s == b.warmup_loss_s);
+    CHECK(a.steady_gap_s == b.steady_gap_s);
+    CHECK(a.mean_gap_s == b.mean_gap_s);
+    CHECK(a.counters == b.counters);
+    REQUIRE(a.metrics.size() == b.metrics.size());
+    for (const auto& [name, m] : a.metrics) {
+        CAPTURE(name);
+        CHECK(m.count == b.metrics.at(name).count);
+        CHECK(m.total_s == b.metrics.at(name).total_s);
+    }
+    CHECK(a.programs.size() == b.programs.size());
+    CHECK(a.debug_line_count == b.debug_line_count);
+    CHECK(a.debug_lines == b.debug_lines);
+    CHECK(a.last_debug_lines == b.last_debug_lines);
+    CHECK(a.compile_steps == b.compile_steps);
+    CHECK(a.steps.size() == b.steps.size());
+    CHECK(a.activities.size() == b.activities.size());
+}
+
+// A small model on one v4 chip: steps of tens of microseconds, so that long runs stay cheap.
+run::RunSpec small_one_chip(const std::string& framework) {
+    return test::run_from_text(
+        "schema: podsim.run/v1\nname: small-1chip\nmodel: unit-text-standin\ntopology: tpu-v4\nslice: 1x1x1\n"
+        "mesh: {data: 1}\ntraining: {global_batch: 8, seq_len: 128, optimizer: adamw}\n"
+        "runtime: {framework: " +
+        framework + "}\n");
+}
+
+}  // namespace
+
+TEST_CASE("repeated periods added in closed form give exactly what running every step gives") {
+    struct Case {
+        const char* what;
+        const char* framework;
+        std::function<void(RunPlan&, run::RunSpec&)> set;
+        bool jumps;  // whether the run has stretches to add up
+    };
+    const std::vector<Case> cases = {
+        {"PyTorch/XLA, log every 7, evaluation on the host every 1000, an op without a lowering, last batch",
+         "pytorch-xla",
+         [](RunPlan& p, run::RunSpec&) {
+             p.log_every = 7;
+             p.eval.every = 1000;
+             p.eval.steps = 3;
+             p.eval.accumulate = Accumulate::host;
+             p.eval.accumulated_tensors = 2;
+             p.unlowered_ops = 1;
+             p.last_batch = 3;
+         },
+         true},
+        {"JAX dispatching ahead of the device, input loaded ahead", "jax",
+         [](RunPlan& p, run::RunSpec&) { p.input_host_time = 1e-6; }, true},
+        {"an input loader slower than the step", "pytorch-xla",
+         [](RunPlan& p, run::RunSpec&) { p.input_host_time = 0.5; }, true},
+        {"evaluation accumulated on the device every 2000 steps", "pytorch-xla",
+         [](RunPlan& p, run::RunSpec&) {
+             p.eval.every = 2000;
+             p.eval.steps = 4;
+             p.eval.accumulate = Accumulate::device;
+             p.overlap = Overlap::none;
+         },
+         true},
+        {"the host as a constant, a long steady window", "pytorch-xla",
+         [](RunPlan& p, run::RunSpec& s) {
+             s.runtime.host_overhead = 2e-3;
+             p.steady_window = 5000;
+         },
+         true},
+        {"evaluation only", "jax",
+         [](RunPlan& p, run::RunSpec&) {
+             p.train_steps = 0;
+             p.eval.steps = 100'000;
+             p.eval.last_batch = 5;
+         },
+         true},
+        {"lengths drawn per batch: no stretch repeats", "pytorch-xla",
+         [](RunPlan& p, run::RunSpec&) {
+             p.lengths.distribution = training_run::LengthDistribution::uniform;
+             p.lengths.min = 120;
+             p.lengths.max = 128;
+         },
+         false},
+    };
+    for (const auto& c : cases) {
+        CAPTURE(c.what);
+        auto spec = small_one_chip(c.framework);
+        RunPlan plan;
+        plan.train_steps = 100'000;
+        plan.steady_window = 100;
+        c.set(plan, spec);
+        const auto stepped = training_run::simulate_whole_run(spec, plan, {.jump_periods = false});
+        const auto jumped = training_run::simulate_whole_run(spec, plan);
+        CHECK(stepped.simulated_steps == stepped.total_steps());
+        if (c.jumps) {
+            CHECK(jumped.simulated_steps < stepped.total_steps() / 2);
+        } else {
+            CHECK(jumped.simulated_steps == stepped.total_steps());
+        }
+        check_same_run(jumped, stepped);
+    }
+}
+
+TEST_CASE("counts at any step come from the plan: the same as the steps recorded one by one") {
+    auto spec = small_one_chip("pytorch-xla");
+    for (int variant = 0; variant < 4; ++variant) {
+        CAPTURE(variant);
+        RunPlan plan;
+        plan.train_steps = 300 + variant;
+        plan.log_every = variant + 2;
+        plan.unlowered_ops = variant % 2;
+        plan.eval.every = variant == 3 ? 0 : 40 + variant;
+        plan.eval.steps = 5;
+        plan.eval.accumulate = variant % 2 ? Accumulate::host : Accumulate::device;
+        plan.eval.accumulated_tensors = 3;
+        auto w = training_run::simulate_whole_run(spec, plan);
+        REQUIRE(static_cast<long>(w.steps.size()) == w.total_steps());
+        std::vector<std::string> lines;
+        for (const auto& s : w.steps) {
+            CAPTURE(s.index);
+            const auto c = w.counts_at(s.index);
+            CHECK(c.index == s.index);
+            CHECK(c.compiles == s.compiles_so_far);
+            CHECK(c.from_device == s.from_device_so_far);
+            for (auto& l : w.debug_lines_at(s.index)) lines.push_back(std::move(l));
+        }
+        CHECK(lines == w.debug_lines);
+        CHECK(w.debug_line_count == static_cast<long>(w.debug_lines.size()));
+    }
+}
+
+TEST_CASE(
+    "a run of 500 million steps costs no more memory nor time than its periods; one too long is an error") {
+    auto spec = small_one_chip("jax");  // 11 ms per step: 500 million of them in 64 days
+    RunPlan plan;
+    plan.train_steps = 500'000'000;
+    plan.log_every = 1000;
+    const auto w = training_run::simulate_whole_run(spec, plan);
+    CHECK(w.train_steps == 500'000'000);
+    CHECK(w.counters.at("MarkStep") == 500'000'000);
+    CHECK(static_cast<long>(w.steps.size()) == training_run::kRecordedSteps);  // only the first are kept
+    CHECK(w.simulated_steps < 100'000);
+    CHECK(w.metrics.at("TransferFromServerTime").count == 500'000);
+    CHECK(w.run_time_s > 0.0);
+    CHECK(w.run_time_s < 106.0 * 86400.0);
+
+    // BERT-Large's step is too long for 2^31 of them within 106 days of simulated time: refused at
+    // once, whether the lengths repeat or not.
+    auto bert = bert_one_chip("pytorch-xla");
+    plan.train_steps = std::numeric_limits<int>::max();
+    plan.lengths.distribution = training_run::LengthDistribution::normal;
+    plan.lengths.mean = 100;
+    plan.lengths.stddev = 10;
+    plan.lengths.min = 64;
+    plan.lengths.max = 128;
+    plan.location.at = {"bert.yaml", 12, 3};
+    try {
+        (void)training_run::simulate_whole_run(bert, plan);
+        FAIL("expected a UserError");
+    } catch (const core::UserError& e) {
+        const auto& item = e.diagnostics().items().at(0);
+        CHECK(item.location.file == "bert.yaml");
+        CHECK(item.location.line == 12);
+        CHECK(item.key_path == "whole_run");
+        CHECK(item.message.find("longer than podsim's simulated time reaches") != std::string::npos);
+    }
 }

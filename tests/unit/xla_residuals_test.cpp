@@ -1,0 +1,365 @@
+// The residuals podsim keeps for the backward, set against the ones XLA keeps for the same training
+// steps: in a step compiled from JAX's `lax.scan` over the layers, the forward `while` returns them
+// stacked over the layers (tests/data/xla-truth/hlo/*.hlo.txt.gz, JAX 0.11.2; README there). The
+// comparison is by shape and dtype, per device, with unit dimensions dropped.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <iterator>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "parallel/partition.hpp"
+#include "profile/measured_profile.hpp"
+#include "support.hpp"
+#include "workload/lower.hpp"
+#include "workload/residuals.hpp"
+
+using namespace podsim;
+
+namespace {
+
+using Shape = std::string;  // "bf16[8,2048,5632]": dtype and dimensions, unit dimensions dropped
+
+// One entry of a tuple type: the element type and the dimensions, without the layout.
+Shape normalise(std::string entry) {
+    const auto open = entry.find('[');
+    const auto close = entry.find(']');
+    REQUIRE(open != std::string::npos);
+    REQUIRE(close != std::string::npos);
+    std::string dims = entry.substr(open + 1, close - open - 1);
+    std::vector<std::string> kept;
+    std::size_t start = 0;
+    while (start <= dims.size() && !dims.empty()) {
+        const auto comma = dims.find(',', start);
+        std::string dim = dims.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+        if (dim != "1") kept.push_back(dim);
+        if (comma == std::string::npos) break;
+        start = comma + 1;
+    }
+    return fmt::format("{}[{}]", entry.substr(0, open), fmt::join(kept, ","));
+}
+
+// The shapes of the tuple the `while` named `op_name` returns: the test-side reader of one
+// instruction's result type in an HLO module's text (`%while.1 = (s32[], bf16[...]{...}, ...)
+// while(...), ..., metadata={op_name="jit(train_step)/jvp()/while" ...}`).
+std::vector<Shape> while_result(const std::string& text, const std::string& op_name) {
+    const std::string marker = fmt::format("op_name=\"{}\"", op_name);
+    std::size_t line_start = 0;
+    while (line_start < text.size()) {
+        std::size_t line_end = text.find('\n', line_start);
+        if (line_end == std::string::npos) line_end = text.size();
+        const std::string line = text.substr(line_start, line_end - line_start);
+        line_start = line_end + 1;
+        const auto call = line.find(") while(");
+        if (call == std::string::npos || line.find(marker) == std::string::npos) continue;
+        const auto open = line.find("= (");
+        REQUIRE(open != std::string::npos);
+        std::vector<Shape> shapes;
+        std::string entry;
+        int depth = 0;
+        for (std::size_t i = open + 3; i < call; ++i) {
+            const char c = line[i];
+            if (c == '/' && line.compare(i, 2, "/*") == 0) {  // /*index=5*/
+                i = line.find("*/", i) + 1;
+                continue;
+            }
+            if (c == '{' || c == '[') ++depth;
+            if (c == '}' || c == ']') --depth;
+            if (c == ',' && depth == 0) {
+                shapes.push_back(normalise(entry));
+                entry.clear();
+            } else if (c != ' ') {
+                entry += c;
+            }
+        }
+        shapes.push_back(normalise(entry));
+        return shapes;
+    }
+    FAIL("no while named " << op_name);
+    return {};
+}
+
+// A tensor of podsim's on one device: each extent as the partitioner sizes it.
+Shape device_shape(const workload::Tensor& t, const run::RunSpec& spec) {
+    const double samples =
+        static_cast<double>(spec.training.global_batch) / static_cast<double>(spec.training.microbatches);
+    const double data = static_cast<double>(spec.mesh.size_of("data"));
+    const double fsdp = static_cast<double>(spec.mesh.ici_size_of("fsdp"));
+    const double tensor = static_cast<double>(spec.mesh.ici_size_of("tensor"));
+    std::vector<long> dims;
+    for (int i = 0; i < t.rank; ++i) {
+        const auto& e = t.dims[static_cast<std::size_t>(i)];
+        double n = static_cast<double>(e.size);
+        if (e.shard == workload::Shard::batch) n = n * samples / (data * fsdp);
+        if (e.shard == workload::Shard::tensor) n /= tensor;
+        if (e.shard == workload::Shard::param) n /= fsdp * tensor;
+        if (n != 1.0) dims.push_back(static_cast<long>(n));
+    }
+    const char* type = t.element_bytes == 4 ? "f32" : t.element_bytes == 2 ? "bf16" : "pred";
+    return fmt::format("{}[{}]", type, fmt::join(dims, ","));
+}
+
+// The stacked fp32 layer parameters, per device: the scan passes them through its loop. The
+// script's layer (tools/xla_truth.py): RMSNorm scales, q/k/v/o and a gated MLP for the Llama
+// decoder; LayerNorm scales and biases, biased projections and one MLP input for GPT-2 and ViT.
+std::vector<Shape> stacked_parameters(const run::RunSpec& spec) {
+    const auto& m = spec.model;
+    const long f = spec.mesh.ici_size_of("fsdp"), t = spec.mesh.ici_size_of("tensor");
+    const long L = m.layers, d = m.d_model, H = m.heads, hd = m.head_dim, F = m.d_ff;
+    auto shape = [](std::vector<long> dims) {
+        std::vector<long> kept;
+        for (long x : dims)
+            if (x != 1) kept.push_back(x);
+        return fmt::format("f32[{}]", fmt::join(kept, ","));
+    };
+    std::vector<Shape> stacked = {shape({L, d}),
+                                  shape({L, d}),
+                                  shape({L, d / f, H / t, hd}),
+                                  shape({L, d / f, H / t, hd}),
+                                  shape({L, d / f, H / t, hd}),
+                                  shape({L, H / t, hd, d / f}),
+                                  shape({L, d / f, F / t}),
+                                  shape({L, F / t, d / f})};
+    if (m.gated()) stacked.push_back(shape({L, d / f, F / t}));
+    if (m.bias) {
+        for (int i = 0; i < 4; ++i) stacked.push_back(shape({L, d}));          // ln1/ln2 biases, bo, bo2
+        for (int i = 0; i < 3; ++i) stacked.push_back(shape({L, H / t, hd}));  // bq, bk, bv
+        stacked.push_back(shape({L, F / t}));                                  // bi
+    }
+    return stacked;
+}
+
+void remove_one(std::vector<Shape>& from, const Shape& shape) {
+    auto it = std::find(from.begin(), from.end(), shape);
+    REQUIRE_MESSAGE(it != from.end(), shape << " is not in the tuple");
+    from.erase(it);
+}
+
+struct Fixture {
+    std::string hlo;     // tests/data/xla-truth/hlo/NAME.hlo.txt.gz
+    std::string config;  // the validation case that describes the same step
+};
+
+void check_saved_set(const Fixture& fixture) {
+    INFO(fixture.hlo);
+    const run::RunSpec spec = test::load_config(fixture.config);
+    const std::string text = profile::read_file_bytes(
+        test::source_path("tests/data/xla-truth/hlo/" + fixture.hlo + ".hlo.txt.gz"));
+    std::vector<Shape> tuple = while_result(text, "jit(train_step)/jvp()/while");
+    // The loop counter, the carry (the layer input), the parameters passed through.
+    REQUIRE(tuple.size() > 2);
+    tuple.erase(tuple.begin(), tuple.begin() + 2);
+    for (const auto& p : stacked_parameters(spec)) remove_one(tuple, p);
+    // Loop-invariant operands: the broadcast causal mask and its fill (JAX's scan hoists them).
+    workload::Residuals r(spec.model, spec.training);
+    std::vector<Shape> invariants;
+    for (const auto& t : r.loop_invariants()) invariants.push_back(device_shape(t, spec));
+    for (const auto& s : invariants) remove_one(tuple, s);
+    // What is left is stacked over the layers.
+    std::vector<Shape> xla;
+    const std::string layers = fmt::format("[{},", spec.model.layers);
+    for (const auto& s : tuple) {
+        const auto open = s.find('[');
+        REQUIRE_MESSAGE(s.compare(open, layers.size(), layers) == 0, s << " is not stacked over the layers");
+        xla.push_back(s.substr(0, open + 1) + s.substr(open + layers.size()));
+    }
+    // podsim: what a middle layer's forward ops keep (its output is the next layer's input, the
+    // same shape as its own, which XLA stacks).
+    const workload::OpGraph graph = workload::lower_training_step(spec.model, spec.training);
+    std::vector<Shape> podsim;
+    for (const auto& op : graph.ops()) {
+        if (op.layer != 1 || op.phase != workload::Phase::forward) continue;
+        for (const auto& t : op.saved) podsim.push_back(device_shape(t, spec));
+    }
+    std::sort(xla.begin(), xla.end());
+    std::sort(podsim.begin(), podsim.end());
+    std::vector<Shape> only_podsim, only_xla;
+    std::set_difference(podsim.begin(), podsim.end(), xla.begin(), xla.end(),
+                        std::back_inserter(only_podsim));
+    std::set_difference(xla.begin(), xla.end(), podsim.begin(), podsim.end(), std::back_inserter(only_xla));
+    INFO("only podsim keeps: " << fmt::format("{}", fmt::join(only_podsim, " ")));
+    INFO("only XLA keeps: " << fmt::format("{}", fmt::join(only_xla, " ")));
+    CHECK(podsim == xla);
+    // Without remat the mask is a residual (select's transpose reads it), held once, by layer 0.
+    if (spec.training.remat == workload::Remat::none && !invariants.empty()) {
+        bool held = false;
+        for (const auto& op : graph.ops()) {
+            if (op.layer != 0 || op.phase != workload::Phase::forward) continue;
+            for (const auto& t : op.saved) held = held || (t.element_bytes == 1 && t.rank == 4);
+        }
+        CHECK(held);
+    }
+}
+
+}  // namespace
+
+TEST_CASE("podsim's saved set is the residual tuple of XLA's forward loop, fixture by fixture") {
+    const std::string dir = "tests/validation/xla/";
+    const std::vector<Fixture> fixtures = {
+        {"tiny-minimal-dot", dir + "xla-tiny-minimal-dot.yaml"},
+        {"1b-b8-none-dot", dir + "xla-1b-b8-none-dot.yaml"},
+        {"1b-b8-full-dot", dir + "xla-1b-b8-full-dot.yaml"},
+        {"1b-b8-minimal-dot", dir + "xla-1b-b8-minimal-dot.yaml"},
+        {"1b-b8-minimal-flash", dir + "xla-1b-b8-minimal-flash.yaml"},
+        {"7b-b1-full-flash", dir + "xla-7b-b1-full-flash.yaml"},
+        {"7b-b2-full-flash", dir + "xla-7b-b2-full-flash.yaml"},
+        {"7b-b4-minimal-flash", dir + "xla-7b-b4-minimal-flash.yaml"},
+        {"1b-b8-saveqkv-flash", dir + "xla-1b-b8-saveqkv-flash.yaml"},
+        {"1b-b8-exceptwi-flash", dir + "xla-1b-b8-exceptwi-flash.yaml"},
+        {"1b-b8-none-flash", dir + "xla-1b-b8-none-flash.yaml"},
+        {"1b-b8-full-flash", dir + "xla-1b-b8-full-flash.yaml"},
+        {"1b-b4-none-dot-s4096", dir + "xla-1b-b4-none-dot-s4096.yaml"},
+        {"1b-b8-qkvoffload-flash", dir + "xla-1b-b8-qkvoffload-flash.yaml"},
+        {"1b-b8-qkvoffload-dot", dir + "xla-1b-b8-qkvoffload-dot.yaml"},
+        {"gpt2-xl-b8-minimal-flash", dir + "xla-gpt2-xl-b8-minimal-flash.yaml"},
+        {"gpt2-xl-b4-none-dot", dir + "xla-gpt2-xl-b4-none-dot.yaml"},
+        {"gpt2-2b-b8-full-flash", dir + "xla-gpt2-2b-b8-full-flash.yaml"},
+        {"vit-b16-b256-none-dot", dir + "xla-vit-b16-b256-none-dot.yaml"},
+        {"gpt2-xl-b8-saveqkv-dot", dir + "xla-gpt2-xl-b8-saveqkv-dot.yaml"},
+        {"gpt2-2b-b4-none-flash", dir + "xla-gpt2-2b-b4-none-flash.yaml"},
+        {"7b-b2-exceptwi-flash", dir + "xla-7b-b2-exceptwi-flash.yaml"},
+        {"gpt2xl-b8-none-dot", dir + "xla-gpt2xl-b8-none-dot.yaml"},
+        {"gpt2xl-b8-full-dot", dir + "xla-gpt2xl-b8-full-dot.yaml"},
+        {"gpt2xl-b8-minimal-dot", dir + "xla-gpt2xl-b8-minimal-dot.yaml"},
+        {"gpt2xl-b8-saveqkv-flash", dir + "xla-gpt2xl-b8-saveqkv-flash.yaml"},
+        {"gpt2xl-b16-minimal-flash", dir + "xla-gpt2xl-b16-minimal-flash.yaml"},
+        {"gpt2-2b-b8-none-flash", dir + "xla-gpt2-2b-b8-none-flash.yaml"},
+        {"gpt2-2b-b8-full-dot", dir + "xla-gpt2-2b-b8-full-dot.yaml"},
+        {"gpt2-2b-b16-none-dot", dir + "xla-gpt2-2b-b16-none-dot.yaml"},
+        {"vit-b128-none-dot", dir + "xla-vit-b128-none-dot.yaml"},
+        {"vit-b128-full-dot", dir + "xla-vit-b128-full-dot.yaml"},
+        {"vit-b128-minimal-dot", dir + "xla-vit-b128-minimal-dot.yaml"},
+        {"vit-b512-none-dot", dir + "xla-vit-b512-none-dot.yaml"},
+        {"1b-b16-full-flash", dir + "xla-1b-b16-full-flash.yaml"},
+        {"1b-b32-minimal-flash", dir + "xla-1b-b32-minimal-flash.yaml"},
+        {"7b-b4-full-flash", dir + "xla-7b-b4-full-flash.yaml"},
+        {"1b-b8-offload-flash", dir + "xla-1b-b8-offload-flash.yaml"},
+        {"spmd-tiny-fsdp16", dir + "spmd/xla-spmd-tiny-fsdp16.yaml"},
+        {"spmd-7b-fsdp16-full", dir + "spmd/xla-spmd-7b-fsdp16-full.yaml"},
+        {"spmd-7b-fsdp16-minimal", dir + "spmd/xla-spmd-7b-fsdp16-minimal.yaml"},
+        {"spmd-7b-fsdp4-tp4-minimal", dir + "spmd/xla-spmd-7b-fsdp4-tp4-minimal.yaml"},
+        {"spmd-1b-fsdp16-none", dir + "spmd/xla-spmd-1b-fsdp16-none.yaml"},
+        {"spmd-1b-fsdp16-saveqkv", dir + "spmd/xla-spmd-1b-fsdp16-saveqkv.yaml"},
+        {"spmd-1b-fsdp8-tp2-full", dir + "spmd/xla-spmd-1b-fsdp8-tp2-full.yaml"},
+    };
+    // (1b-b8-minimal-dot-unrolled has no loop: its layers are unrolled, so there is no tuple.)
+    for (const auto& f : fixtures) check_saved_set(f);
+}
+
+TEST_CASE("per device against the SPMD fixtures, which XLA:CPU compiled with fp32 weight gathers") {
+    // tests/data/xla-truth/spmd.jsonl: XLA:CPU gathers the fp32 FSDP weights and casts after the
+    // gather; podsim gathers bf16, as XLA:TPU does (docs/model.md, "Gathered weights"). So podsim is
+    // below XLA:CPU's per-device memory, by what the wider gathers (and the unsplit LM head) take.
+    for (const std::string name :
+         {"spmd-tiny-fsdp16", "spmd-7b-fsdp16-full", "spmd-7b-fsdp16-minimal", "spmd-7b-fsdp4-tp4-minimal",
+          "spmd-1b-fsdp16-none", "spmd-1b-fsdp16-saveqkv", "spmd-1b-fsdp8-tp2-full"}) {
+        CAPTURE(name);
+        const auto spec = test::load_config("tests/validation/xla/spmd/xla-" + name + ".yaml");
+        const auto measured =
+            profile::read_profile(test::source_path("tests/data/xla-truth/spmd.jsonl") + "#" + name);
+        REQUIRE(measured.xla_memory);
+        const double error = run::simulate(spec).memory.peak_bytes / measured.xla_memory->peak() - 1.0;
+        CHECK(error < 0.0);
+        CHECK(error > -0.12);
+    }
+}
+
+namespace {
+
+// Bytes of the stacked entries ([layers, ...]) of the tuple a `while` named `op_name` returns, by
+// element type: "bf16" and "f32".
+std::map<std::string, double> stacked_bytes(const std::string& text, const std::string& op_name,
+                                            long layers) {
+    std::map<std::string, double> bytes;
+    const std::string stacked = fmt::format("[{},", layers);
+    for (const auto& s : while_result(text, op_name)) {
+        const auto open = s.find('[');
+        if (s.compare(open, stacked.size(), stacked) != 0) continue;
+        const std::string type = s.substr(0, open);
+        double n = type == "f32" ? 4.0 : type == "bf16" ? 2.0 : 1.0;
+        std::size_t start = open + 1;
+        while (start < s.size()) {
+            const auto end = s.find_first_of(",]", start);
+            n *= std::stod(s.substr(start, end - start));
+            start = end + 1;
+        }
+        bytes[type] += n;
+    }
+    return bytes;
+}
+
+}  // namespace
+
+// The one step XLA dumped whole (tests/data/xla-truth/dump-1b-b8-minimal-flash): what its heap
+// holds, set against podsim's breakdown at its peak.
+TEST_CASE("the temporaries and the peak of the dumped 1B step, against XLA's buffer assignment") {
+    const auto spec = test::load_config("tests/validation/xla/xla-1b-b8-minimal-flash.yaml");
+    const std::string dir = "tests/data/xla-truth/dump-1b-b8-minimal-flash/";
+    const std::string report = profile::read_file_bytes(test::source_path(dir + "memory-usage-report.txt"));
+    const std::string assignment = profile::read_file_bytes(test::source_path(dir + "buffer-assignment.txt"));
+    const std::string hlo =
+        profile::read_file_bytes(test::source_path(dir + "after_optimizations.hlo.txt.gz"));
+    constexpr double kGiB = 1024.0 * 1024 * 1024;
+
+    // The heap's total is what memory_analysis() reports as the peak (gpu.jsonl: 27,450,846,420).
+    REQUIRE(report.find("Total bytes: 27450846420") != std::string::npos);
+    // The arguments: the allocations of entry parameters (parameters, AdamW's moments, the tokens).
+    double arguments = 0.0;
+    for (std::size_t at = assignment.find("allocation "); at != std::string::npos;
+         at = assignment.find("\nallocation ", at + 1)) {
+        const auto line_end = assignment.find('\n', at + 1);
+        const std::string line = assignment.substr(at, line_end - at);
+        if (line.find(", parameter ") == std::string::npos) continue;
+        const auto size_at = line.find("size ") + 5;
+        arguments += std::stod(line.substr(size_at, line.find(',', size_at) - size_at));
+    }
+    // The residual stacks: the bf16 outputs of the forward loop stacked over the layers. The
+    // gradient accumulators: the fp32 stacks the backward loop takes, less the fp32 parameters
+    // it passes through (the same bytes as the accumulators: one fp32 value per parameter).
+    const long layers = spec.model.layers;
+    const auto forward = stacked_bytes(hlo, "jit(train_step)/jvp()/while", layers);
+    const auto backward = stacked_bytes(hlo, "jit(train_step)/transpose(jvp())/while", layers);
+    const double residual_stacks = forward.at("bf16");
+    const double stacked_params = forward.at("f32");  // the forward loop passes the parameters through
+    const double accumulators = backward.at("f32") - stacked_params;
+    CHECK(backward.at("bf16") == residual_stacks);  // the backward loop holds every residual stack
+    CHECK(residual_stacks / kGiB == doctest::Approx(10.5));
+
+    const auto sim = run::simulate(spec);
+    const auto& m = sim.report.memory;
+    INFO("podsim peak op " << m.peak_op);
+    // Arguments: podsim's parameters and optimizer state (the 64 KiB of tokens aside).
+    CHECK((m.params_bytes + m.optimizer_bytes) / arguments == doctest::Approx(1.0).epsilon(0.001));
+    // XLA's stacks and accumulators coexist only in the backward loop, so its peak is there: so is
+    // podsim's, inside a layer's backward, with the whole gradient accumulators live.
+    REQUIRE(sim.memory.peak_op >= 0);
+    const auto& peak_op = sim.program.ops[static_cast<std::size_t>(sim.memory.peak_op)];
+    CHECK(peak_op.layer >= 0);
+    CHECK(peak_op.phase != workload::Phase::forward);
+    CHECK(m.grads_bytes / accumulators == doctest::Approx(1.0).epsilon(0.01));
+    // The residual stacks: podsim's saved sets of all layers, byte for byte.
+    double saved = 0.0;
+    for (const auto& op : sim.program.ops)
+        if (op.kept_for_backward && op.layer >= 0) saved += op.saved_bytes;
+    CHECK(saved / residual_stacks == doctest::Approx(1.0).epsilon(0.001));
+    // What is left of XLA's heap besides the state, the stacks and the accumulators: the backward
+    // loop body's own values (the layer's rebuilt SwiGLU internals, the attention's recomputed
+    // output and gradients, cuDNN's workspace), the loss's, and the heap's packing. podsim's: the
+    // recomputed residuals of the layer in its backward and the temporaries.
+    const double xla_rest = 27450846420.0 - arguments - residual_stacks - accumulators;
+    const double podsim_rest = m.activations_bytes - residual_stacks + m.temporaries_bytes +
+                               m.collective_buffers_bytes + m.gathered_weights_bytes;
+    MESSAGE(
+        fmt::format("XLA: arguments {:.2f}, residual stacks {:.2f}, accumulators {:.2f}, rest {:.2f} GiB; "
+                    "podsim at {}: state {:.2f}, residuals {:.2f}, gradients {:.2f}, rest {:.2f} GiB",
+                    arguments / kGiB, residual_stacks / kGiB, accumulators / kGiB, xla_rest / kGiB, m.peak_op,
+                    (m.params_bytes + m.optimizer_bytes) / kGiB, m.activations_bytes / kGiB,
+                    m.grads_bytes / kGiB, podsim_rest / kGiB));
+    // Within the suite's budget for the whole peak (5 % of XLA's).
+    CHECK(std::fabs(podsim_rest - xla_rest) <= 0.05 * 27450846420.0);
+}
