@@ -36,11 +36,28 @@ std::vector<nlohmann::json> records(const std::string& file) {
     return out;
 }
 
-// Every single-device step: those the GPU calibration was fitted on (gpu.jsonl), then the families
-// measured after it (gpu-families.jsonl: GPT-2, ViT, bigger Llama batches, host offload).
-std::vector<nlohmann::json> single_device() {
+// The GPU calibration was fitted on the first 14 steps of gpu.jsonl; the steps appended to it
+// later and those of gpu-families.jsonl (GPT-2, ViT, bigger Llama batches, host offload) were
+// measured after the fit.
+constexpr std::size_t kFittedSteps = 14;
+
+std::vector<nlohmann::json> fitted_steps() {
     std::vector<nlohmann::json> out = records("gpu.jsonl");
+    out.resize(std::min(out.size(), kFittedSteps));
+    return out;
+}
+
+std::vector<nlohmann::json> later_steps() {
+    std::vector<nlohmann::json> out = records("gpu.jsonl");
+    out.erase(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(std::min(out.size(), kFittedSteps)));
     for (auto& r : records("gpu-families.jsonl")) out.push_back(std::move(r));
+    return out;
+}
+
+// Every single-device step, fitted ones first.
+std::vector<nlohmann::json> single_device() {
+    std::vector<nlohmann::json> out = fitted_steps();
+    for (auto& r : later_steps()) out.push_back(std::move(r));
     return out;
 }
 
@@ -404,7 +421,7 @@ TEST_CASE("hlo import: step time on nvidia-h200 against the measured steps, left
     // constant keeps its documented default (cost/calibration.cpp): op_overhead 2 us per kernel,
     // host_overhead_jax 0.2 ms. Each step that ran is predicted by a fit over the others.
     std::vector<Measured> cases;
-    for (const auto& r : records("gpu.jsonl")) {
+    for (const auto& r : fitted_steps()) {
         if (r["status"] != "ran") continue;
         run::ModuleRun m = run_on(module_path(r["name"]), "nvidia-h200", "1");
         cases.push_back({r["name"], r["step_s_median"].get<double>(), m.spec, m.simulation.program});
@@ -471,24 +488,22 @@ TEST_CASE("hlo import: step time on nvidia-h200 against the measured steps, left
 
     // The steps measured after the fit: each predicted by the calibration as shipped (fitted without
     // them), and by a fit over every other step that ran, these included.
-    // An expected miss, outside the fits: with qkv_proj_offloaded the step measured 306 ms, 47% over
+    // Expected misses, outside the fits: with qkv_proj_offloaded the step measured 306 ms, 47% over
     // the same step without offload (1b-b8-minimal-flash, 194 ms), while podsim's host copies
     // (memory space 5, over the host link beside the compute) add almost nothing; what XLA:GPU
-    // waits on there is not modelled yet.
-    const std::string offload = "1b-b8-offload-flash";
-    std::vector<Measured> later;
-    std::optional<Measured> missed;
-    for (const auto& r : records("gpu-families.jsonl")) {
+    // waits on there is not modelled yet. Every offloading step is one (their names say so).
+    std::vector<Measured> later, missed;
+    for (const auto& r : later_steps()) {
         if (r["status"] != "ran") continue;
         run::ModuleRun m = run_on(module_path(r["name"]), "nvidia-h200", "1");
         Measured measured{r["name"], r["step_s_median"].get<double>(), m.spec, m.simulation.program};
-        if (measured.name == offload)
-            missed = std::move(measured);
+        if (measured.name.find("offload") != std::string::npos)
+            missed.push_back(std::move(measured));
         else
             later.push_back(std::move(measured));
     }
-    REQUIRE(later.size() == 13);
-    REQUIRE(missed);
+    REQUIRE(later.size() == 20);
+    REQUIRE(missed.size() == 3);
     std::vector<const Measured*> every = all;
     for (const auto& c : later) every.push_back(&c);
     std::cout << fmt::format(
@@ -510,11 +525,14 @@ TEST_CASE("hlo import: step time on nvidia-h200 against the measured steps, left
             1e3 * c->step_s, 1e3 * predicted, 100.0 * relative(predicted, c->step_s), 1e3 * out,
             100.0 * relative(out, c->step_s), without.mxu_efficiency, without.hbm_efficiency);
     }
-    const double miss = relative(harness_step(*missed, with(base, everything)), missed->step_s);
-    std::cout << fmt::format("  {:<28} {:>9.3f}ms {:>9.3f}ms {:>+7.1f}%  (expected miss: host offload)\n",
-                             missed->name, 1e3 * missed->step_s,
-                             1e3 * harness_step(*missed, with(base, everything)), 100.0 * miss);
-    CHECK(miss < -0.2);  // still a miss; when it is not, it joins the others
+    for (const Measured& m : missed) {
+        const double predicted = harness_step(m, with(base, everything)),
+                     miss = relative(predicted, m.step_s);
+        std::cout << fmt::format("  {:<28} {:>9.3f}ms {:>9.3f}ms {:>+7.1f}%  (expected miss: host offload)\n",
+                                 m.name, 1e3 * m.step_s, 1e3 * predicted, 100.0 * miss);
+        CAPTURE(m.name);
+        CHECK(miss < -0.2);  // still a miss; when it is not, it joins the others
+    }
     const Fit over_all = fit(every, base);
     std::cout << fmt::format("  shipped fit on them: median {:.1f}%, worst {:.1f}%\n",
                              100.0 * median(held_out),
