@@ -98,6 +98,16 @@ std::vector<StageView> stage_views(const parallel::DeviceProgram& program,
         v.timeline.spans.push_back(scheduler::Span{k, resource, span.start, span.end});
         v.ops.push_back(i);
     }
+    // A recompute copy's residuals go with an op of the same stage: its index in the view.
+    for (std::size_t s = 0; s < stages; ++s)
+        for (auto& op : views[s].program.ops) {
+            if (op.release_op < 0) continue;
+            const auto r = static_cast<std::size_t>(op.release_op);
+            op.release_op =
+                stage_of_resource[static_cast<std::size_t>(all[r].resource)] == static_cast<int>(s)
+                    ? op_index[r]
+                    : -1;
+        }
     for (std::size_t s = 0; s < stages; ++s) {
         StageView& v = views[s];
         v.timeline.step_time = timeline.step_time;
