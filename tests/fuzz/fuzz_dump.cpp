@@ -2,7 +2,6 @@
 // (op graph, mesh mapping, partitioned program, timeline).
 #include "fuzz_support.hpp"
 
-#include "config/load.hpp"
 #include "run/dumps.hpp"
 #include "run/simulate.hpp"
 
@@ -15,8 +14,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     using namespace podsim;
     const std::string text(reinterpret_cast<const char*>(data), size);
     fuzz::expect_result_or_user_error([&] {
-        run::RunSpec spec =
-            config::load_run_text(text, (fuzz::scratch_dir() / "run.yaml").string(), fuzz::scratch_dir());
+        run::RunSpec spec = fuzz::load_run(text);
         run::Simulation sim = run::simulate(spec);
         for (const char* stage : {"opgraph", "mapping", "program", "timeline"})
             (void)run::dump_stage(spec, sim, stage);

@@ -2,7 +2,6 @@
 // simulate it and format the table, the JSON report and the Chrome trace.
 #include "fuzz_support.hpp"
 
-#include "config/load.hpp"
 #include "report/format.hpp"
 #include "run/simulate.hpp"
 
@@ -15,8 +14,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     using namespace podsim;
     const std::string text(reinterpret_cast<const char*>(data), size);
     fuzz::expect_result_or_user_error([&] {
-        run::RunSpec spec =
-            config::load_run_text(text, (fuzz::scratch_dir() / "run.yaml").string(), fuzz::scratch_dir());
+        run::RunSpec spec = fuzz::load_run(text);
         run::Simulation sim = run::simulate(spec);
         (void)report::format_table(sim.report);
         (void)report::format_json(sim.report);

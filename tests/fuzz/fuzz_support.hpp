@@ -12,6 +12,7 @@
 #include <fstream>
 #include <string>
 
+#include "config/load.hpp"
 #include "core/diagnostics.hpp"
 
 namespace podsim::fuzz {
@@ -39,6 +40,12 @@ inline std::string write_input(const std::string& name, const std::uint8_t* data
 // Bare names (`model: gpt2-small`) resolve against the source tree's models/ and topologies/.
 inline void use_source_tree() {
     ::setenv("PODSIM_HOME", PODSIM_SOURCE_DIR, 1);
+}
+
+// A run config from the fuzzer's bytes, as `podsim run` loads a file (relative paths resolve in
+// the scratch directory).
+inline config::RunSpec load_run(const std::string& text) {
+    return config::load_run_text(text, (scratch_dir() / "run.yaml").string(), scratch_dir());
 }
 
 // Runs `body`, accepting a rejection with a user-facing message (which must say something).

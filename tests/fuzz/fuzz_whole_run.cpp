@@ -3,7 +3,6 @@
 // must cost memory independent of its length and end in time however many steps it asks for.
 #include "fuzz_support.hpp"
 
-#include "config/load.hpp"
 #include "training_run/whole_run.hpp"
 #include "training_run/whole_run_format.hpp"
 
@@ -16,8 +15,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     using namespace podsim;
     const std::string text(reinterpret_cast<const char*>(data), size);
     fuzz::expect_result_or_user_error([&] {
-        run::RunSpec spec =
-            config::load_run_text(text, (fuzz::scratch_dir() / "run.yaml").string(), fuzz::scratch_dir());
+        run::RunSpec spec = fuzz::load_run(text);
         if (!spec.whole_run) return;
         const training_run::WholeRun w = training_run::simulate_whole_run(spec, *spec.whole_run);
         (void)training_run::format_whole_run(w);

@@ -247,7 +247,9 @@ void check_same_run(const training_run::WholeRun& a, const training_run::WholeRu
     CHECK(a.mean_gap_s == b.mean_gap_s);
     CHECK(a.counters == b.counters);
     REQUIRE(a.metrics.size() == b.metrics.size());
-    for (const auto& [name, m] : a.metrics) {
+    for (const auto& entry : a.metrics) {
+        const auto& name = entry.first;  // a plain reference: CAPTURE cannot take a binding
+        const auto& m = entry.second;
         CAPTURE(name);
         CHECK(m.count == b.metrics.at(name).count);
         CHECK(m.total_s == b.metrics.at(name).total_s);

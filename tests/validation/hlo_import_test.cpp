@@ -320,7 +320,9 @@ TEST_CASE("hlo import: collective bytes per step are the module's") {
         const run::ModuleRun m = run_on(module_path(name), "tpu-v4", "2x2x4");
         REQUIRE(!direct.empty());
         CHECK(m.lowered.collective_bytes.size() == direct.size());
-        for (const auto& [kind, bytes] : direct) {
+        for (const auto& entry : direct) {
+            const std::string& kind = entry.first;  // a plain reference: CAPTURE cannot take a binding
+            const double bytes = entry.second;
             CAPTURE(kind);
             REQUIRE(m.lowered.collective_bytes.count(kind));
             std::cout << fmt::format("collectives {:<26} {:<18} podsim {:.6e} direct {:.6e}\n", name, kind,
