@@ -330,7 +330,7 @@ class Lowering {
             for (int i = 0; i < (m_.gated() ? 2 : 1); ++i)
                 append(up_values.casts, r_.weight_cast({d_param, F}));
             append(up_values.residuals, r_.activation());
-            up_values.recomputed = recomputed_.activation();
+            up_values.recomputed = recomputed_.activation_in_backward();
             up_values.output = {r_.tokens(tensor(m_.d_ff), a_)};
             up_values.output_read = true;
             up_values.named = r_.mlp_inputs();
@@ -368,7 +368,7 @@ class Lowering {
         Values v;
         for (int i = 0; i < (m_.gated() ? 2 : 1); ++i) append(v.casts, r_.weight_cast(weight));
         v.residuals = shaped_as(r_.activation(), out);
-        v.recomputed = shaped_as(recomputed_.activation(), out);
+        v.recomputed = shaped_as(recomputed_.activation_in_backward(), out);
         v.output = {out};
         v.output_read = true;
         v.named = shaped_as(r_.mlp_inputs(), out);
@@ -947,9 +947,11 @@ class Lowering {
             wgrad.name = fwd.name + (has_weight ? ".wgrad" : ".grad_rhs");
             wgrad.matmul = {s.batch, s.k, s.n, s.m};
             wgrad.reads = {fwd.reads[0], fwd.writes[0]};
-            Tensor w = fwd.reads[1];
-            if (has_weight) w.element_bytes = p_;  // weight gradients accumulate in the param dtype
-            wgrad.writes = {w};
+            // The dot writes the weight gradient in the dtype of the weight it read (the compute-dtype
+            // cast); the accumulation into the param dtype is the gradients' own buffer (the dumped
+            // 1B step's backward body: gemm_fusion_dot.23 writes bf16[2048,5632], added into the
+            // fp32 accumulator stack by fused_dynamic_update_slice).
+            wgrad.writes = {fwd.reads[1]};
             const bool input_gradient = fwd.backward != BackwardKind::no_input_gradient;
             if (fwd.backward == BackwardKind::no_rhs_gradient) return deps_with(std::move(dgrad));
             deps_with(std::move(wgrad));

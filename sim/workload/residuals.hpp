@@ -37,6 +37,14 @@ class Residuals {
     // What a policy saving the MLP input projection keeps (checkpoint name mlpwi): its dot outputs,
     // g and u for a gated MLP, the pre-activation otherwise.
     std::vector<Tensor> mlp_inputs() const;
+    // What a recompute copy of the activation keeps until its backward, inside a layer's backward,
+    // where the recompute and the backward are one computation: its dot outputs (mlp_inputs()) and
+    // nothing of its internals. XLA fuses the elementwise recompute into the activation's backward,
+    // one multi-output fusion that reads the dot outputs and the product's gradient and writes
+    // their gradients and the product (the dumped 1B step's backward while body, fixture
+    // dump-1b-b8-minimal-flash: fused_add_multiply reads g and u and writes dg, du and silu(g)·u;
+    // σ(g), σ(g)(1-σ(g)) and silu(g) are never written).
+    std::vector<Tensor> activation_in_backward() const { return mlp_inputs(); }
     // The compute-dtype cast of a layer weight [rows, cols], which the backward's dots read: a
     // residual when the parameters are stored in another dtype (none otherwise: the dot reads the
     // scanned parameter itself, which JAX forwards instead of stacking). Sharded as the parameter.

@@ -236,3 +236,69 @@ TEST_CASE("remat custom: MaxText's decoder_layer_input offloaded to host memory"
     CHECK(same.report.step_time_s == doctest::Approx(full.report.step_time_s));
     CHECK(same.report.memory.peak_bytes == doctest::Approx(full.report.memory.peak_bytes));
 }
+
+namespace {
+
+// Saved bytes per chip of the op named `name` (a kept forward op, or a recompute copy).
+double saved_of(const run::Simulation& sim, std::string_view name) {
+    for (const auto& op : sim.program.ops)
+        if (op.name == name) return op.saved_bytes;
+    FAIL("no op " << name);
+    return 0.0;
+}
+
+}  // namespace
+
+TEST_CASE("MoE residuals per remat policy, counted by hand from the shapes") {
+    // Dropping (capacity 640), fsdp 8: one sequence of S = 2048 tokens per chip, all E = 8 experts
+    // on every chip, bf16 weights (no compute-dtype casts among the residuals).
+    const std::string experts =
+        ", capacity_factor: 1.25, sparse_matmul: false, dtype: bf16, param_dtype: bf16";
+    constexpr double kBf16 = 2, kFp32 = 4, kCapacity = 640, kSlots = kE * kCapacity;  // 5120 slots
+    // The routing's residuals: its fp32 softmax probabilities [S, E], and its output, the combine
+    // mask [S, E x C] in bf16, which the dispatch and combine backwards read.
+    const double probabilities = kSeq * kE * kFp32;  // 64 KiB
+    const double mask = kSeq * kSlots * kBf16;       // 20 MiB
+    // The tokens at the experts [E, C, d] (the dispatch all-to-all's output, counted with its
+    // producer, the dispatch), read by the up projection's weight gradient; and the expert outputs
+    // [E x C, d] after the combine all-to-all (counted with expert_down), read by the combine's
+    // gradient for its mask operand.
+    const double tokens_at_experts = kSlots * kD * kBf16;  // 10 MiB
+    // One [E, C, ff] tensor in bf16: a dot output (g or u) of the SwiGLU up projection, or its
+    // product silu(g)·u, the down projection's operand.
+    const double expert_rows = kSlots * kFf * kBf16;  // 40 MiB
+
+    SUBCASE("none: every forward op keeps what JAX's rules name, for every layer") {
+        const auto sim = moe_run("{fsdp: 8}", experts, "", "none");
+        CHECK(saved_of(sim, "layer1.gate") == 0.0);  // its backward reads its input (norm2's) only
+        CHECK(saved_of(sim, "layer1.routing") == probabilities + mask);
+        CHECK(saved_of(sim, "layer1.dispatch") == tokens_at_experts);
+        // SwiGLU silu(g)·u: g, σ(g), σ(g)(1-σ(g)), silu(g), u (jax.nn.silu, logistic_p's JVP) and
+        // the product, each [E, C, ff].
+        CHECK(saved_of(sim, "layer1.expert_up") == 6 * expert_rows);
+        CHECK(saved_of(sim, "layer1.expert_down") == tokens_at_experts);
+        CHECK(saved_of(sim, "layer1.combine") == 0.0);
+    }
+    SUBCASE("full: the layer input alone until the backward; the recompute keeps dot outputs") {
+        const auto sim = moe_run("{fsdp: 8}", experts, "", "full");
+        // Kept through the step: each layer's output (the next one's input), [S, d] in bf16.
+        double kept = 0.0;
+        for (const auto& op : sim.program.ops)
+            if (op.kept_for_backward && op.layer >= 0) kept += op.saved_bytes;
+        CHECK(kept == 4 * kSeq * kD * kBf16);
+        // Recomputed before the layer's backward, each held until its own backward: the routing as
+        // above; the up projection keeps only its dot outputs g and u and the product, since XLA
+        // fuses the activation's internals into its backward (residuals.hpp, activation_in_backward).
+        CHECK(saved_of(sim, "layer1.routing.remat") == probabilities + mask);
+        CHECK(saved_of(sim, "layer1.dispatch.remat") == tokens_at_experts);
+        CHECK(saved_of(sim, "layer1.expert_up.remat") == 3 * expert_rows);
+        CHECK(saved_of(sim, "layer1.expert_down.remat") == tokens_at_experts);
+    }
+    SUBCASE("minimal: the dots without batch dimensions are saved, the activation rebuilt") {
+        const auto sim = moe_run("{fsdp: 8}", experts, "", "minimal");
+        // mlpwi's dot outputs g and u are saved in the forward; before the backward one elementwise
+        // fusion rebuilds the product from them, and keeps only it.
+        CHECK(saved_of(sim, "layer1.expert_up") == 2 * expert_rows);
+        CHECK(saved_of(sim, "layer1.expert_up.act.remat") == expert_rows);
+    }
+}
