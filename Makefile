@@ -8,7 +8,12 @@ RUN_DEPS    := g++ make cmake libyaml-cpp-dev libeigen3-dev libboost-graph-dev l
 DEPS        := $(RUN_DEPS) doctest-dev pybind11-dev python3-dev
 # `make test` also installs the module with pip into a virtual environment (CTest install) and runs
 # the documentation's pandas example (CTest docs).
-TEST_DEPS   := $(DEPS) python3-venv python3-setuptools python3-wheel python3-pandas
+TEST_DEPS   := $(DEPS) python3-venv python3-setuptools python3-wheel python3-pandas ccache
+# ccache, where installed (make test installs it): CTest install compiles podsim's libraries again
+# for `pip install .` in a copy of the tree; with the cache keyed on paths relative to the checkout
+# that second compile is all hits.
+LAUNCHER     = $(if $(shell command -v ccache),-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+export CCACHE_BASEDIR := $(CURDIR)
 SUDO        := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 # The sanitizer build uses clang so that the same build also holds the libFuzzer targets.
 CLANG_DEPS  := clang-14 libclang-rt-14-dev
@@ -38,18 +43,19 @@ test-deps:
 	$(call install_missing,$(TEST_DEPS))
 
 build: deps
-	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DPODSIM_BUILD_TESTS=ON -DPODSIM_PYTHON=ON
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DPODSIM_BUILD_TESTS=ON -DPODSIM_PYTHON=ON $(LAUNCHER)
 	cmake --build $(BUILD) -j$(JOBS)
 
 # Only the podsim executable and the libraries it links: no tests, fuzz targets, bench or Python
 # module. A build directory configured before keeps its options (a later `make test` builds the rest).
 run: run-deps
 	@[ -f $(BUILD)/CMakeCache.txt ] || \
-	  cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DPODSIM_BUILD_TESTS=OFF -DPODSIM_PYTHON=OFF
+	  cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DPODSIM_BUILD_TESTS=OFF -DPODSIM_PYTHON=OFF $(LAUNCHER)
 	cmake --build $(BUILD) -j$(JOBS) --target podsim
 	./$(BUILD)/podsim run
 
-test: test-deps build
+test: test-deps
+	$(MAKE) build
 	ctest --test-dir $(BUILD) --output-on-failure -j$(JOBS)
 
 # Rewrites the outputs shown in README.md and docs/*.md from what their examples print now (review
@@ -66,7 +72,7 @@ bench: build
 asan-configure: deps
 	$(call install_missing,$(CLANG_DEPS))
 	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DPODSIM_SANITIZE=ON -DPODSIM_FUZZ=ON \
-	  -DCMAKE_CXX_COMPILER=clang++-14 -DCMAKE_CXX_FLAGS_DEBUG="-g -O1"
+	  -DCMAKE_CXX_COMPILER=clang++-14 -DCMAKE_CXX_FLAGS_DEBUG="-g -O1" $(LAUNCHER)
 
 sanitize: asan-configure
 	cmake --build $(ASAN_BUILD) -j$(JOBS)
