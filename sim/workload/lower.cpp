@@ -306,7 +306,7 @@ class Lowering {
         Values up_values;  // the down projection's operand, the activation's internals, the casts
         for (int i = 0; i < (m_.gated() ? 2 : 1); ++i) append(up_values.casts, r_.weight_cast({d_param, F}));
         append(up_values.residuals, r_.activation());
-        up_values.recomputed = recomputed_.activation();
+        up_values.recomputed = recomputed_.rebuilt_activation();
         up_values.output = {r_.tokens(tensor(m_.d_ff), a_)};
         up_values.output_read = true;
         up_values.named = r_.mlp_inputs();
@@ -409,7 +409,7 @@ class Lowering {
     Values norm_values() const {
         Values v;
         v.residuals = r_.norm();
-        v.recomputed = recomputed_.norm();
+        v.recomputed = recomputed_.rebuilt_norm();
         v.output = {r_.tokens(none(m_.d_model), a_)};
         v.output_read = true;
         return v;

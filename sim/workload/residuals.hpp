@@ -34,6 +34,16 @@ class Residuals {
     //     the backward (fixtures gpt2-xl-b4-none-dot, vit-b16-b256-none-dot);
     //   GeGLU: GELU's four on g, gelu(g), u;  ReLU: the predicate a > 0 (one byte).
     std::vector<Tensor> activation() const;
+    // What a value rebuilt before its layer's backward (a remat recompute) holds until that backward:
+    // the recompute and the backward are one computation (the scan's backward body), whose fusion
+    // materialises fewer values than JAX's rules name (fixtures vit-b128-full-dot, gpt2xl-b8-full-dot:
+    // the backward loops' buffers).
+    //   LayerNorm: the statistic; the normalised values are recomputed inside their readers.
+    //   GELU (tanh form): the pre-activation and tanh, in the compute dtype; 3a², 1-tanh and the cdf
+    //     are recomputed inside the derivative's fusion.
+    //   RMSNorm, SwiGLU, GeGLU, ReLU: as norm() and activation() (docs/model.md, "Rebuilt values").
+    std::vector<Tensor> rebuilt_norm() const;
+    std::vector<Tensor> rebuilt_activation() const;
     // What a policy saving the MLP input projection keeps (checkpoint name mlpwi): its dot outputs,
     // g and u for a gated MLP, the pre-activation otherwise.
     std::vector<Tensor> mlp_inputs() const;
