@@ -63,13 +63,17 @@ const std::vector<CalibrationParameter>& calibration_parameters() {
          "(0.921 was a fit over both) runs between the two TensorCores of one v2 chip "
          "(devices per chip, docs/model.md), so it measures chip.intra_chip_bandwidth instead; one "
          "generation "
-         "cannot say whether other generations reach the same fraction of their links"},
+         "cannot say whether other generations reach the same fraction of their links. Left out one at a "
+         "time with the one other case it moves by most of its change, the ViT-CIFAR all-reduce share on "
+         "a v3: worst 34% (docs/validation.md, Fitted parameters)"},
         {"ici_hop_latency_factor", ParameterUnit::factor, &Calibration::ici_hop_latency_factor, 1.0, 0.0,
          20.0, "multiplies the topology's per-hop ICI latency (latency-bound collectives)",
          "1.0: the topology files give each generation's hop latency with its source"},
         {"collective_overhead", ParameterUnit::time, &Calibration::collective_overhead, 5e-6, 0.0, 1e-3,
          "fixed time per collective (launch and synchronisation), added to the closed-form time",
-         "calibrated on case v5e-allgather-y4-small (scaling book: 8 us measured vs 3 us of hops)"},
+         "calibrated on case v5e-allgather-y4-small (scaling book: 8 us measured vs 3 us of hops). Left out "
+         "one at a time with the ViT-CIFAR all-reduce share, the other case it moves: worst 34% "
+         "(docs/validation.md, Fitted parameters)"},
         {"dcn_efficiency", ParameterUnit::fraction, &Calibration::dcn_efficiency, 0.8, 0.1, 1.0,
          "fraction of the per-chip DCN bandwidth that cross-slice collectives reach",
          "assumption: TCP/RDMA goodput about 80% of line rate; calibrate on a multislice profile"},
@@ -103,7 +107,9 @@ const std::vector<CalibrationParameter>& calibration_parameters() {
          10e-3,
          "PyTorch/XLA lazy tracing (Python model code recording IR) per fused op of the program, every step",
          "calibrated on case 001-unit-train-steady (mmf UniT on PyTorch/XLA 1.9: 7.69 updates/s over the "
-         "last 100 of 1,500 steps, a host-bound step)"},
+         "last 100 of 1,500 steps, a host-bound step), the one case that measures this rate: no "
+         "leave-one-out. Fitted over the four UniT cases it moves, each left out is off by 16% to 62%: "
+         "evaluation traces at another rate (docs/validation.md, Fitted parameters)"},
         {"hash_per_op_pytorch_xla", ParameterUnit::time, &Calibration::hash_per_op_pytorch_xla, 2e-6, 0.0,
          1e-3, "PyTorch/XLA graph hashing and compile-cache lookup at mark_step, per fused op",
          "assumption: a hash over the IR post-order, microseconds per fused op; calibrate with a trace"},
@@ -117,15 +123,16 @@ const std::vector<CalibrationParameter>& calibration_parameters() {
          "PyTorch/XLA FetchTensorData per synced tensor (resetting its IR value, creating its placeholder "
          "data)",
          "calibrated on case 002-bert-large-gap-before (pytorch/xla PR overlapping FetchTensorData: the gap "
-         "between two executions of BERT-Large went from about 9 ms to about 2.5 ms)"},
+         "between two executions of BERT-Large went from about 9 ms to about 2.5 ms), the one case that "
+         "moves with it: no leave-one-out"},
         {"launch_per_execution_pytorch_xla", ParameterUnit::time,
          &Calibration::launch_per_execution_pytorch_xla, 2.5e-3, 0.0, 1.0,
          "PyTorch/XLA time between the end of one execution and the start of the next that no overlap "
          "setting "
          "hides (execution setup, argument handling)",
          "calibrated on case 002-bert-large-gap-after (about 2.5 ms with RunPostOrder and FetchTensorData "
-         "both "
-         "overlapped)"},
+         "both overlapped). With fetch_per_tensor_pytorch_xla, two parameters from the two gaps of that "
+         "thread: no leave-one-out of the pair (docs/validation.md, Fitted parameters)"},
         {"trace_per_op_jax", ParameterUnit::time, &Calibration::trace_per_op_jax, 20e-6, 0.0, 10e-3,
          "JAX jit tracing and lowering per fused op, only when a new shape misses the jit cache",
          "assumption: tracing a transformer step of thousands of ops takes tens of ms; calibrate"},

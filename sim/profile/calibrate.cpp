@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <exception>
 #include <limits>
 #include <optional>
+#include <thread>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -99,30 +101,59 @@ class Tracker {
     double finished_s_ = 0.0;
 };
 
-// Relative residuals of every target of every case under `calibration`.
+// Relative residuals of one case's targets under `calibration`.
+std::vector<double> case_residuals(const CalibrationCase& c, const cost::Calibration& calibration) {
+    run::RunSpec spec = c.spec;
+    spec.calibration = calibration;
+    // A parameter the case sets itself is part of what was measured: it stays the case's.
+    static const cost::Calibration defaults = cost::Calibration::defaults();
+    for (const auto& p : cost::calibration_parameters()) {
+        if (c.spec.calibration.*(p.field) != defaults.*(p.field))
+            spec.calibration.*(p.field) = c.spec.calibration.*(p.field);
+    }
+    auto report = run::simulate(spec).report;
+    std::optional<training_run::WholeRun> whole;
+    std::vector<double> out;
+    for (const auto& t : c.targets) {
+        double p = predicted(report, t);
+        if (t.kind == Target::Kind::whole_run && spec.whole_run) {
+            if (!whole) whole = training_run::simulate_whole_run(spec, *spec.whole_run);
+            p = whole_run_quantity(*whole, t.category).value_or(0.0);
+        }
+        out.push_back((p - t.measured) / t.measured);
+    }
+    return out;
+}
+
+// Relative residuals of every target of every case under `calibration`, in case order. The cases
+// are independent simulations: one thread per hardware thread takes every n-th case (a fit
+// evaluates this thousands of times, and `podsim calibrate --suite` spends its time here).
 std::vector<double> residuals(const std::vector<CalibrationCase>& cases, const cost::Calibration& calibration,
                               Tracker* tracker = nullptr) {
-    std::vector<double> out;
-    for (const auto& c : cases) {
-        run::RunSpec spec = c.spec;
-        spec.calibration = calibration;
-        // A parameter the case sets itself is part of what was measured: it stays the case's.
-        static const cost::Calibration defaults = cost::Calibration::defaults();
-        for (const auto& p : cost::calibration_parameters()) {
-            if (c.spec.calibration.*(p.field) != defaults.*(p.field))
-                spec.calibration.*(p.field) = c.spec.calibration.*(p.field);
+    std::vector<std::vector<double>> per_case(cases.size());
+    const std::size_t threads =
+        std::min<std::size_t>(cases.size(), std::max(1u, std::thread::hardware_concurrency()));
+    std::vector<std::exception_ptr> failures(threads);
+    auto work = [&](std::size_t first) {
+        try {
+            for (std::size_t i = first; i < cases.size(); i += threads)
+                per_case[i] = case_residuals(cases[i], calibration);
+        } catch (...) {
+            failures[first] = std::current_exception();
         }
-        auto report = run::simulate(spec).report;
-        std::optional<training_run::WholeRun> whole;
-        for (const auto& t : c.targets) {
-            double p = predicted(report, t);
-            if (t.kind == Target::Kind::whole_run && spec.whole_run) {
-                if (!whole) whole = training_run::simulate_whole_run(spec, *spec.whole_run);
-                p = whole_run_quantity(*whole, t.category).value_or(0.0);
-            }
-            out.push_back((p - t.measured) / t.measured);
-        }
+    };
+    if (threads <= 1) {
+        for (std::size_t i = 0; i < cases.size(); ++i) per_case[i] = case_residuals(cases[i], calibration);
+    } else {
+        std::vector<std::thread> pool;
+        for (std::size_t t = 1; t < threads; ++t) pool.emplace_back(work, t);
+        work(0);
+        for (auto& thread : pool) thread.join();
+        for (const auto& failure : failures)
+            if (failure) std::rethrow_exception(failure);
     }
+    std::vector<double> out;
+    for (const auto& r : per_case) out.insert(out.end(), r.begin(), r.end());
     if (tracker) tracker->simulated(cases.size());
     return out;
 }

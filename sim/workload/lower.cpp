@@ -330,7 +330,7 @@ class Lowering {
             for (int i = 0; i < (m_.gated() ? 2 : 1); ++i)
                 append(up_values.casts, r_.weight_cast({d_param, F}));
             append(up_values.residuals, r_.activation());
-            up_values.recomputed = recomputed_.activation_in_backward();
+            up_values.recomputed = recomputed_.rebuilt_activation();
             up_values.output = {r_.tokens(tensor(m_.d_ff), a_)};
             up_values.output_read = true;
             up_values.named = r_.mlp_inputs();
@@ -368,7 +368,7 @@ class Lowering {
         Values v;
         for (int i = 0; i < (m_.gated() ? 2 : 1); ++i) append(v.casts, r_.weight_cast(weight));
         v.residuals = shaped_as(r_.activation(), out);
-        v.recomputed = shaped_as(recomputed_.activation_in_backward(), out);
+        v.recomputed = shaped_as(recomputed_.rebuilt_activation(), out);
         v.output = {out};
         v.output_read = true;
         v.named = shaped_as(r_.mlp_inputs(), out);
@@ -678,7 +678,7 @@ class Lowering {
     Values norm_values() const {
         Values v;
         v.residuals = r_.norm();
-        v.recomputed = recomputed_.norm();
+        v.recomputed = recomputed_.rebuilt_norm();
         v.output = {r_.tokens(none(m_.d_model), a_)};
         v.output_read = true;
         return v;

@@ -90,6 +90,18 @@ std::vector<Tensor> Residuals::activation() const {
     return {};
 }
 
+std::vector<Tensor> Residuals::rebuilt_norm() const {
+    if (m_.family == ModelFamily::decoder) return norm();
+    return {Tensor::of({batch(1), none(S_)}, kFp32)};
+}
+
+std::vector<Tensor> Residuals::rebuilt_activation() const {
+    if (m_.gated()) return mlp_inputs();
+    if (m_.activation != Activation::gelu) return activation();
+    const Tensor f = tokens(tensor(m_.d_ff), a_);
+    return {f, f};
+}
+
 std::vector<Tensor> Residuals::mlp_inputs() const {
     const Tensor f = tokens(tensor(m_.d_ff), a_);
     if (m_.gated()) return {f, f};

@@ -34,17 +34,23 @@ class Residuals {
     //     the backward (fixtures gpt2-xl-b4-none-dot, vit-b16-b256-none-dot);
     //   GeGLU: GELU's four on g, gelu(g), u;  ReLU: the predicate a > 0 (one byte).
     std::vector<Tensor> activation() const;
+    // What a value rebuilt before its layer's backward (a remat recompute) holds until that backward:
+    // the recompute and the backward are one computation (the scan's backward body), whose fusion
+    // materialises fewer values than JAX's rules name (fixtures vit-b128-full-dot, gpt2xl-b8-full-dot:
+    // the backward loops' buffers).
+    //   LayerNorm: the statistic; the normalised values are recomputed inside their readers.
+    //   GELU (tanh form): the pre-activation and tanh, in the compute dtype; 3a², 1-tanh and the cdf
+    //     are recomputed inside the derivative's fusion.
+    //   SwiGLU, GeGLU: the dot outputs g and u (mlp_inputs()). One multi-output fusion reads them and
+    //     the product's gradient and writes dg, du and the product (the dumped 1B step's backward
+    //     loop, fixture dump-1b-b8-minimal-flash: fused_add_multiply; σ(g), σ(1-σ), silu(g) are never
+    //     written).
+    //   RMSNorm, ReLU: as norm() and activation() (docs/model.md, "Rebuilt values").
+    std::vector<Tensor> rebuilt_norm() const;
+    std::vector<Tensor> rebuilt_activation() const;
     // What a policy saving the MLP input projection keeps (checkpoint name mlpwi): its dot outputs,
     // g and u for a gated MLP, the pre-activation otherwise.
     std::vector<Tensor> mlp_inputs() const;
-    // What a recompute copy of the activation keeps until its backward, inside a layer's backward,
-    // where the recompute and the backward are one computation: its dot outputs (mlp_inputs()) and
-    // nothing of its internals. XLA fuses the elementwise recompute into the activation's backward,
-    // one multi-output fusion that reads the dot outputs and the product's gradient and writes
-    // their gradients and the product (the dumped 1B step's backward while body, fixture
-    // dump-1b-b8-minimal-flash: fused_add_multiply reads g and u and writes dg, du and silu(g)·u;
-    // σ(g), σ(g)(1-σ(g)) and silu(g) are never written).
-    std::vector<Tensor> activation_in_backward() const { return mlp_inputs(); }
     // The compute-dtype cast of a layer weight [rows, cols], which the backward's dots read: a
     // residual when the parameters are stored in another dtype (none otherwise: the dot reads the
     // scanned parameter itself, which JAX forwards instead of stacking). Sharded as the parameter.

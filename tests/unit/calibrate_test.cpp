@@ -5,6 +5,9 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -160,4 +163,37 @@ TEST_CASE("calibrate reports standard errors, leave-one-out per measurement and 
     auto text = profile::format_calibration(result);
     CHECK(text.find("std. error") != std::string::npos);
     CHECK(text.find("measurement") != std::string::npos);
+}
+
+TEST_CASE("every fitted calibration parameter has a row with its leave-one-out error in docs/validation.md") {
+    // The table under "## Fitted parameters": | `name` | value | fitted on | moves | leave-one-out |.
+    std::ifstream in(test::source_path("docs/validation.md"));
+    REQUIRE(in);
+    std::map<std::string, std::string> left_out;  // parameter -> its leave-one-out column
+    std::string line;
+    bool in_section = false;
+    while (std::getline(in, line)) {
+        if (line.rfind("## ", 0) == 0) in_section = line == "## Fitted parameters";
+        if (!in_section || line.rfind("| `", 0) != 0) continue;
+        std::vector<std::string> cells;
+        std::size_t at = 1;
+        while (at < line.size()) {
+            const std::size_t bar = line.find(" |", at);
+            if (bar == std::string::npos) break;
+            cells.push_back(line.substr(at + 1, bar - at - 1));
+            at = bar + 2;
+        }
+        REQUIRE(cells.size() == 5);
+        const std::string name = cells[0].substr(1, cells[0].find('`', 1) - 1);
+        left_out[name] = cells[4];
+    }
+    int fitted = 0;
+    for (const auto& p : cost::calibration_parameters()) {
+        if (std::string(p.source).find("calibrated on") == std::string::npos) continue;
+        ++fitted;
+        INFO(p.name);
+        REQUIRE(left_out.count(std::string(p.name)) == 1);
+        CHECK(left_out.at(std::string(p.name)).size() > 3);
+    }
+    CHECK(fitted >= 8);
 }

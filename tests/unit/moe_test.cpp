@@ -288,7 +288,7 @@ TEST_CASE("MoE residuals per remat policy, counted by hand from the shapes") {
         CHECK(kept == 4 * kSeq * kD * kBf16);
         // Recomputed before the layer's backward, each held until its own backward: the routing as
         // above; the up projection keeps only its dot outputs g and u and the product, since XLA
-        // fuses the activation's internals into its backward (residuals.hpp, activation_in_backward).
+        // fuses the activation's internals into its backward (residuals.hpp, rebuilt_activation).
         CHECK(saved_of(sim, "layer1.routing.remat") == probabilities + mask);
         CHECK(saved_of(sim, "layer1.dispatch.remat") == tokens_at_experts);
         CHECK(saved_of(sim, "layer1.expert_up.remat") == 3 * expert_rows);

@@ -363,3 +363,114 @@ TEST_CASE("the temporaries and the peak of the dumped 1B step, against XLA's buf
     // Within the suite's budget for the whole peak (5 % of XLA's).
     CHECK(std::fabs(podsim_rest - xla_rest) <= 0.05 * 27450846420.0);
 }
+
+namespace {
+
+// The body of the backward `while` (the scan's transpose) in an HLO module's text.
+std::vector<std::string> backward_body(const std::string& text) {
+    const std::string marker = "op_name=\"jit(train_step)/transpose(jvp())/while\"";
+    std::string body;
+    std::size_t start = 0;
+    while (start < text.size() && body.empty()) {
+        std::size_t end = text.find('\n', start);
+        if (end == std::string::npos) end = text.size();
+        const std::string line = text.substr(start, end - start);
+        start = end + 1;
+        const auto at = line.find("body=%");
+        if (line.find(") while(") == std::string::npos || line.find(marker) == std::string::npos ||
+            at == std::string::npos)
+            continue;
+        body = line.substr(at + 6, line.find(',', at) - at - 6);
+    }
+    REQUIRE(!body.empty());
+    const auto open = text.find("\n%" + body + " (");
+    REQUIRE(open != std::string::npos);
+    const auto close = text.find("\n}", open);
+    std::vector<std::string> lines;
+    std::size_t at = text.find('\n', open + 1) + 1;
+    while (at < close) {
+        const std::size_t end = text.find('\n', at);
+        lines.push_back(text.substr(at, end - at));
+        at = end + 1;
+    }
+    return lines;
+}
+
+// How many arrays of `elements` elements an instruction's result type holds.
+int arrays_of(const std::string& line, long elements) {
+    const auto eq = line.find(" = ");
+    if (eq == std::string::npos) return 0;
+    std::size_t end = line.find(' ', eq + 3);
+    if (line.compare(eq + 3, 1, "(") == 0) {  // a tuple: up to its closing parenthesis
+        int depth = 0;
+        for (end = eq + 3; end < line.size(); ++end) {
+            if (line[end] == '(') ++depth;
+            if (line[end] == ')' && --depth == 0) break;
+        }
+    }
+    const std::string type = line.substr(eq + 3, end - eq - 3);
+    int count = 0;
+    for (std::size_t open = type.find('['); open != std::string::npos; open = type.find('[', open + 1)) {
+        const auto close = type.find(']', open);
+        if (close == open + 1) continue;  // a scalar
+        long n = 1;
+        for (std::size_t at = open + 1; at < close;) {
+            const std::size_t comma = std::min(type.find(',', at), close);
+            n *= std::stol(type.substr(at, comma - at));
+            at = comma + 1;
+        }
+        if (n == elements) ++count;
+    }
+    return count;
+}
+
+}  // namespace
+
+TEST_CASE("a rebuilt GELU holds its pre-activation and tanh, as XLA's backward loop writes them") {
+    // docs/model.md, "Rebuilt values": in the backward `while` of a step with remat, XLA writes the
+    // up-projection's dot output, tanh and the down projection's input gradient, then one fusion
+    // with the GELU derivative and gelu(a) as outputs; the other internals, and the LayerNorms'
+    // fp32 values, are never written.
+    for (const std::string name : {"vit-b128-full-dot", "gpt2xl-b8-full-dot", "gpt2-2b-b8-full-dot"}) {
+        INFO(name);
+        const run::RunSpec spec = test::load_config("tests/validation/xla/xla-" + name + ".yaml");
+        const auto& m = spec.model;
+        const long tokens =
+            static_cast<long>(spec.training.global_batch) * m.tokens_per_sample(spec.training.seq_len);
+        const std::string text =
+            profile::read_file_bytes(test::source_path("tests/data/xla-truth/hlo/" + name + ".hlo.txt.gz"));
+        int written = 0, wide_fp32 = 0;
+        for (const auto& line : backward_body(text)) {
+            if (line.find(" get-tuple-element(") != std::string::npos ||
+                line.find(" bitcast(") != std::string::npos || line.find(" parameter(") != std::string::npos)
+                continue;
+            const int arrays = arrays_of(line, tokens * m.d_ff);
+            if (arrays >= 2) break;  // the derivative's fusion
+            written += arrays;
+            if (line.find(fmt::format("= f32[{},{},{}]", spec.training.global_batch,
+                                      m.tokens_per_sample(spec.training.seq_len), m.d_model)) !=
+                std::string::npos)
+                ++wide_fp32;
+        }
+        // podsim: the recompute copies of the last layer, and the down projection's input gradient.
+        const workload::OpGraph graph = workload::lower_training_step(m, spec.training);
+        int rebuilt = 0, rebuilt_wide_fp32 = 0;
+        const std::string f = fmt::format("bf16[{},{},{}]", spec.training.global_batch,
+                                          m.tokens_per_sample(spec.training.seq_len), m.d_ff);
+        const std::string wide = fmt::format("f32[{},{},{}]", spec.training.global_batch,
+                                             m.tokens_per_sample(spec.training.seq_len), m.d_model);
+        for (const auto& op : graph.ops()) {
+            if (op.layer != m.layers - 1 || op.phase != workload::Phase::recompute) continue;
+            for (const auto& t : op.saved) {
+                if (op.name.find("mlp_up") != std::string::npos && device_shape(t, spec) == f) ++rebuilt;
+                if (device_shape(t, spec) == wide) ++rebuilt_wide_fp32;
+            }
+        }
+        // XLA: a, tanh and g (the down projection's input gradient) before the derivative's fusion,
+        // which writes gelu(a). podsim: the recompute copy holds a, tanh and gelu(a) (its output);
+        // g is the down projection's backward output. JAX's rules would hold five.
+        CHECK(written + 1 == rebuilt + 1);
+        CHECK(wide_fp32 == 0);
+        CHECK(rebuilt_wide_fp32 == 0);
+    }
+}
