@@ -203,22 +203,30 @@ void finish_stages(const RunSpec& spec, const parallel::RuntimeSpec& runtime, Si
     for (const auto& profile : profiles) sim.report.stage_peak_bytes.push_back(profile.peak_bytes);
 }
 
+// Host RAM when the model is created, for a device holding `params_per_device_bytes` of parameters.
+memory::HostMemory host_memory_at_creation(const RunSpec& spec, const parallel::RuntimeSpec& runtime,
+                                           double params_per_device_bytes) {
+    memory::HostMemoryInput host_in;
+    host_in.total_params = static_cast<double>(workload::count_params(spec.model).total);
+    host_in.param_bytes = static_cast<double>(core::dtype_bytes(spec.training.param_dtype));
+    host_in.params_per_device_bytes = params_per_device_bytes;
+    // A slice smaller than a host (a v4-8's 1x1x1 part, a one-core job on a v3-8) runs only its own
+    // chips' and devices' processes there.
+    host_in.chips_per_host =
+        static_cast<int>(std::min<long>(spec.topology.host.chips_per_host, spec.slice.chips()));
+    host_in.devices_per_chip =
+        hardware::devices_per_chip_in_use(spec.topology, spec.slice, spec.mesh.ici_size());
+    host_in.process_per_chip = runtime.process_per_chip();
+    host_in.full_model_on_host = runtime.full_model_on_host();
+    host_in.host_capacity = spec.topology.host.host_memory;
+    return memory::host_memory(host_in);
+}
+
 bool finish_step(const RunSpec& spec, const parallel::RuntimeSpec& runtime, Simulation& sim,
                  const Fold* fold) {
     const double hbm = spec.topology.chip.device_hbm_bytes_limit();
     if (sim.program.stages > 1) {
-        memory::HostMemoryInput host_in;
-        host_in.total_params = static_cast<double>(workload::count_params(spec.model).total);
-        host_in.param_bytes = static_cast<double>(core::dtype_bytes(spec.training.param_dtype));
-        host_in.params_per_device_bytes = sim.program.params_bytes;
-        host_in.chips_per_host =
-            static_cast<int>(std::min<long>(spec.topology.host.chips_per_host, spec.slice.chips()));
-        host_in.devices_per_chip =
-            hardware::devices_per_chip_in_use(spec.topology, spec.slice, spec.mesh.ici_size());
-        host_in.process_per_chip = runtime.process_per_chip();
-        host_in.full_model_on_host = runtime.full_model_on_host();
-        host_in.host_capacity = spec.topology.host.host_memory;
-        sim.host_memory = memory::host_memory(host_in);
+        sim.host_memory = host_memory_at_creation(spec, runtime, sim.program.params_bytes);
         cost::CostModel model(cost::CostContext{spec.topology, runtime, spec.calibration, spec.training.dtype,
                                                 spec.model.attention_dropout > 0.0, spec.slices});
         finish_stages(spec, runtime, sim, sim.host_memory, model.compile_seconds(sim.program));
@@ -254,20 +262,8 @@ bool finish_step(const RunSpec& spec, const parallel::RuntimeSpec& runtime, Simu
                 op.layer >= 0 ? layer_scale * op.saved_bytes : op.saved_bytes;
     }
     sim.memory.host_offload_bytes = *std::max_element(offloaded.begin(), offloaded.end());
-    memory::HostMemoryInput host_in;
-    host_in.total_params = static_cast<double>(workload::count_params(spec.model).total);
-    host_in.param_bytes = static_cast<double>(core::dtype_bytes(spec.training.param_dtype));
-    host_in.params_per_device_bytes = fold ? fold->state.params : sim.program.params_bytes;
-    // A slice smaller than a host (a v4-8's 1x1x1 part, a one-core job on a v3-8) runs only its own
-    // chips' and devices' processes there.
-    host_in.chips_per_host =
-        static_cast<int>(std::min<long>(spec.topology.host.chips_per_host, spec.slice.chips()));
-    host_in.devices_per_chip =
-        hardware::devices_per_chip_in_use(spec.topology, spec.slice, spec.mesh.ici_size());
-    host_in.process_per_chip = runtime.process_per_chip();
-    host_in.full_model_on_host = runtime.full_model_on_host();
-    host_in.host_capacity = spec.topology.host.host_memory;
-    sim.host_memory = memory::host_memory(host_in);
+    sim.host_memory =
+        host_memory_at_creation(spec, runtime, fold ? fold->state.params : sim.program.params_bytes);
     cost::CostModel model(cost::CostContext{spec.topology, runtime, spec.calibration, spec.training.dtype,
                                             spec.model.attention_dropout > 0.0, spec.slices});
     double compile_s = model.compile_seconds(sim.program);
