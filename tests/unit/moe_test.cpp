@@ -41,6 +41,20 @@ training: {{global_batch: 8, seq_len: 2048, optimizer: adamw, remat: {}, attenti
                                                          moe_model(model_extra), mesh, remat, training)));
 }
 
+// The small MoE model as a run config parses it (on 8 chips, FSDP 8).
+workload::ModelSpec moe_model_spec(const std::string& extra = "") {
+    return test::run_from_text(fmt::format(R"(
+schema: podsim.run/v1
+model: {}
+topology: tpu-v4
+slice: 2x2x2
+mesh: {{fsdp: 8}}
+training: {{global_batch: 8, seq_len: 2048}}
+)",
+                                           moe_model(extra)))
+        .model;
+}
+
 int count_category(const run::Simulation& sim, parallel::OpCategory category) {
     int n = 0;
     for (const auto& op : sim.program.ops) n += op.category == category;
@@ -90,16 +104,7 @@ training: {global_batch: 4, seq_len: 4096}
 
 TEST_CASE("MFU counts the activated experts; HFU what runs, capacity padding included") {
     const auto sim = moe_run("{fsdp: 8}", ", capacity_factor: 1.25, sparse_matmul: false");
-    const auto m = test::run_from_text(fmt::format(R"(
-schema: podsim.run/v1
-model: {}
-topology: tpu-v4
-slice: 2x2x2
-mesh: {{fsdp: 8}}
-training: {{global_batch: 8, seq_len: 2048}}
-)",
-                                                   moe_model()))
-                       .model;
+    const auto m = moe_model_spec();
     const double tokens = 8 * kSeq;
     CHECK(sim.report.model_flops_per_step ==
           doctest::Approx(6.0 * static_cast<double>(workload::count_params(m).active) * tokens));
@@ -162,17 +167,7 @@ TEST_CASE("expert parallelism 4: all-to-alls on the expert axis, experts split f
 }
 
 TEST_CASE("MoE every second layer: dense MLPs between, parameters as counted") {
-    const auto m =
-        test::run_from_text(fmt::format(R"(
-schema: podsim.run/v1
-model: {}
-topology: tpu-v4
-slice: 2x2x2
-mesh: {{fsdp: 8}}
-training: {{global_batch: 8, seq_len: 2048}}
-)",
-                                        moe_model(", interleave_moe_layer_step: 2, shared_experts: 1")))
-            .model;
+    const auto m = moe_model_spec(", interleave_moe_layer_step: 2, shared_experts: 1");
     CHECK(m.moe_layers() == 2);
     CHECK(!m.is_moe_layer(0));
     CHECK(m.is_moe_layer(1));
