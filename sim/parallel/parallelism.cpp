@@ -22,12 +22,26 @@ const ParallelismKind* parallelism_of_maxtext_key(std::string_view key, bool* dc
     return nullptr;
 }
 
+namespace {
+
+// The product of the sizes of the axes in `axes` called `name` (compared in place: no string is
+// built per lookup).
+long product_of(const std::vector<network::MeshAxis>& axes, std::string_view name) {
+    long n = 1;
+    for (const auto& a : axes)
+        if (a.name == name) n *= a.size;
+    return n;
+}
+
+}  // namespace
+
 long axis_size(const network::MeshSpec& mesh, Parallelism kind) {
-    return mesh.size_of(std::string(parallelism(kind).name));
+    const std::string_view name = parallelism(kind).name;
+    return product_of(mesh.ici, name) * product_of(mesh.dcn, name);
 }
 
 long ici_axis_size(const network::MeshSpec& mesh, Parallelism kind) {
-    return mesh.ici_size_of(std::string(parallelism(kind).name));
+    return product_of(mesh.ici, parallelism(kind).name);
 }
 
 long divisor(const network::MeshSpec& mesh, workload::Shard role) {
@@ -37,22 +51,31 @@ long divisor(const network::MeshSpec& mesh, workload::Shard role) {
     return n;
 }
 
-long param_group_divisor(const network::MeshSpec& mesh, const workload::ParamGroup& group) {
-    long n = 1;
+ParamSplit param_split(const network::MeshSpec& mesh) {
+    ParamSplit split;
     for (const auto& kind : kParallelisms) {
         if (!splits(kind, workload::Shard::param)) continue;
-        if (splits(kind, workload::Shard::tensor) && !group.tensor_sharded) continue;
-        n *= axis_size(mesh, kind.kind);
+        const long size = axis_size(mesh, kind.kind);
+        split.divisor_tensor_sharded *= size;
+        if (!splits(kind, workload::Shard::tensor)) split.divisor_unsharded *= size;
     }
-    return n;
+    split.experts = divisor(mesh, workload::Shard::expert);
+    return split;
+}
+
+double ParamSplit::shard(const workload::ParamGroup& group) const {
+    const auto d = static_cast<double>(divisor(group));
+    if (group.expert_params == 0) return static_cast<double>(group.params) / d;
+    return static_cast<double>(group.params - group.expert_params) / d +
+           static_cast<double>(group.expert_params) / (d * static_cast<double>(experts));
+}
+
+long param_group_divisor(const network::MeshSpec& mesh, const workload::ParamGroup& group) {
+    return param_split(mesh).divisor(group);
 }
 
 double param_group_shard(const network::MeshSpec& mesh, const workload::ParamGroup& group) {
-    const auto divisor = static_cast<double>(param_group_divisor(mesh, group));
-    if (group.expert_params == 0) return static_cast<double>(group.params) / divisor;
-    const auto experts = static_cast<double>(parallel::divisor(mesh, workload::Shard::expert));
-    return static_cast<double>(group.params - group.expert_params) / divisor +
-           static_cast<double>(group.expert_params) / (divisor * experts);
+    return param_split(mesh).shard(group);
 }
 
 std::string split_by_text(workload::Shard role) {

@@ -185,6 +185,18 @@ long param_group_divisor(const network::MeshSpec& mesh, const workload::ParamGro
 // A parameter group's parameters per chip: the routed experts' also divided by the kinds that split
 // Shard::expert.
 double param_group_shard(const network::MeshSpec& mesh, const workload::ParamGroup& group);
+// The two above for every group of one mesh, its axis sizes looked up once (a memory estimate asks
+// for every parameter group of the model).
+struct ParamSplit {
+    long divisor_unsharded = 1;       // param_group_divisor of a group not tensor-sharded
+    long divisor_tensor_sharded = 1;  // of a tensor-sharded group
+    long experts = 1;                 // divisor(mesh, Shard::expert)
+    long divisor(const workload::ParamGroup& group) const {
+        return group.tensor_sharded ? divisor_tensor_sharded : divisor_unsharded;
+    }
+    double shard(const workload::ParamGroup& group) const;
+};
+ParamSplit param_split(const network::MeshSpec& mesh);
 // The kinds that split `role`, as "data x fsdp".
 std::string split_by_text(workload::Shard role);
 

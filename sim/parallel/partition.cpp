@@ -1185,9 +1185,10 @@ StateBytes state_bytes(const std::vector<const workload::ParamGroup*>& groups,
                        const workload::TrainingSpec& training, const network::MeshSpec& mesh) {
     const auto param_bytes = static_cast<double>(core::dtype_bytes(training.param_dtype));
     StateBytes state;
+    const ParamSplit split = param_split(mesh);
     for (const workload::ParamGroup* group : groups) {
-        const auto divisor = static_cast<double>(param_group_divisor(mesh, *group));
-        const double shard = param_group_shard(mesh, *group);
+        const auto divisor = static_cast<double>(split.divisor(*group));
+        const double shard = split.shard(*group);
         state.params += shard * param_bytes;
         state.grads += shard * param_bytes;
         double optimizer =
