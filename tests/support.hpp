@@ -5,6 +5,8 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <system_error>
+#include <vector>
 
 #include <unistd.h>
 
@@ -27,10 +29,25 @@ inline std::string read_text(const std::filesystem::path& p) {
     return s.str();
 }
 
+// The directories fresh_dir hands out, removed when the test process ends (so that test runs do not
+// fill the temporary directory).
+struct TemporaryDirs {
+    std::vector<std::filesystem::path> dirs;
+    TemporaryDirs() = default;
+    TemporaryDirs(const TemporaryDirs&) = delete;
+    TemporaryDirs& operator=(const TemporaryDirs&) = delete;
+    ~TemporaryDirs() {
+        std::error_code ignored;
+        for (const auto& dir : dirs) std::filesystem::remove_all(dir, ignored);
+    }
+};
+
 // An empty temporary directory of this test process, by name.
 inline std::filesystem::path fresh_dir(const std::string& name) {
+    static TemporaryDirs made;
     auto dir = std::filesystem::temp_directory_path() / fmt::format("podsim-test-{}-{}", name, ::getpid());
     std::filesystem::remove_all(dir);
+    made.dirs.push_back(dir);
     return dir;
 }
 

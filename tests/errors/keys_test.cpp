@@ -52,8 +52,12 @@ std::string render(const Flat& flat, const std::string& indent = "") {
 // Writes the text to a file of its own (model and topology loaders read files).
 std::string write_temp(const std::string& text, const std::string& stem) {
     static int counter = 0;
-    fs::path p =
-        fs::temp_directory_path() / fmt::format("podsim-keys-{}-{}-{}.yaml", ::getpid(), stem, counter++);
+    static const fs::path dir = [] {
+        fs::path made = test::fresh_dir("keys");
+        fs::create_directories(made);
+        return made;
+    }();
+    fs::path p = dir / fmt::format("{}-{}.yaml", stem, counter++);
     std::ofstream(p) << text;
     return p.string();
 }
@@ -290,7 +294,7 @@ TEST_CASE("the defaults of the case and sweep schemas are the declared ones") {
     auto plan = config::SweepPlan::load(sweep_path);
     for (const auto& key : config::sweep_file_schema())
         if (key.path == "sort") CHECK(plan.sort().text == key.default_text());
-    fs::path dir = fs::temp_directory_path() / fmt::format("podsim-keys-{}-collectives", ::getpid());
+    fs::path dir = test::fresh_dir("keys-collectives");
     fs::create_directories(dir);
     std::ofstream(dir / "case.yaml")
         << "schema: podsim.collective-validation/v1\nid: c\nsource: s\n"

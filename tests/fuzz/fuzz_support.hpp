@@ -11,20 +11,32 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <system_error>
 
 #include "config/load.hpp"
 #include "core/diagnostics.hpp"
 
 namespace podsim::fuzz {
 
-// A private directory for the files a loader needs a path for; made once per process.
+// A private directory for the files a loader needs a path for; made once per process and removed
+// when it exits.
 inline const std::filesystem::path& scratch_dir() {
-    static const std::filesystem::path dir = [] {
-        std::string pattern = (std::filesystem::temp_directory_path() / "podsim-fuzz-XXXXXX").string();
-        if (!::mkdtemp(pattern.data())) std::abort();
-        return std::filesystem::path(pattern);
-    }();
-    return dir;
+    struct Scratch {
+        std::filesystem::path dir;
+        Scratch() {
+            std::string pattern = (std::filesystem::temp_directory_path() / "podsim-fuzz-XXXXXX").string();
+            if (!::mkdtemp(pattern.data())) std::abort();
+            dir = pattern;
+        }
+        Scratch(const Scratch&) = delete;
+        Scratch& operator=(const Scratch&) = delete;
+        ~Scratch() {
+            std::error_code ignored;
+            std::filesystem::remove_all(dir, ignored);
+        }
+    };
+    static const Scratch scratch;
+    return scratch.dir;
 }
 
 // Writes `size` bytes to `name` in the scratch directory and returns its path.

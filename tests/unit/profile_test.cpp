@@ -122,7 +122,9 @@ TEST_CASE("PyTorch/XLA metrics: a graph compiled every step is flagged, a cached
 TEST_CASE("podsim's own trace reads back as the prediction it came from") {
     auto spec = test::load_config("configs/maxtext-22b-fsdp-v4-128.yaml");
     auto sim = run::simulate(spec);
-    fs::path trace = fs::temp_directory_path() / fmt::format("podsim-trace-{}.json", ::getpid());
+    const fs::path dir = test::fresh_dir("trace");
+    fs::create_directories(dir);
+    fs::path trace = dir / "trace.json";
     std::ofstream(trace) << report::chrome_trace("t", sim.program, sim.timeline, sim.memory);
     auto p = profile::read_profile(trace.string());
     for (const auto& s : sim.report.op_stats) {
