@@ -71,8 +71,7 @@ PartitionedStep SimulationCache::partition(const parallel::PartitionInput& input
     e.global_batch = input.training.global_batch;
     e.resizable.program = resizable.program;
     e.resizable.sizing = resizable.sizing;
-    const scheduler::Dependencies dependencies = scheduler::dependencies(resizable.program, input.runtime);
-    e.dependencies = dependencies;
+    e.dependencies = scheduler::dependencies(resizable.program, input.runtime);
     return {std::move(resizable.program), &e.dependencies};
 }
 
