@@ -278,6 +278,11 @@ void parse_mesh(const MapReader& run, RunSpec& spec, Diagnostics& d) {
         if (mesh.has("custom_mesh")) {
             spec.mesh.custom = mesh.string("custom_mesh", false).value_or("");
             check_custom_mesh(spec.mesh.custom, mesh.location("custom_mesh"), d);
+            // The custom mesh places every axis itself: a mapping beside it would go unread.
+            if (mesh.has("mapping") && !spec.mesh.custom.empty())
+                mesh.error("custom_mesh",
+                           fmt::format("give mapping or custom_mesh, not both ({} places the axes itself)",
+                                       spec.mesh.custom));
         }
     } else if (maxtext_form) {
         parse_maxtext_mesh(node, file, ici, dcn, spec.mesh.custom, d, ici_broken, dcn_broken);
