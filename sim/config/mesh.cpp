@@ -74,8 +74,10 @@ std::vector<AxisEntry> parse_axes(const YAML::Node& node, const std::string& fil
 
 // MaxText's form of a mesh (configs/base.yml): ici_<x>_parallelism and dcn_<x>_parallelism keys,
 // -1 for auto, and custom_mesh; the axes in MaxText's mesh_axes order (the last the most local).
+// A wrong key or size marks its level broken, as parse_axes does.
 void parse_maxtext_mesh(const YAML::Node& node, const std::string& file, std::vector<AxisEntry>& ici,
-                        std::vector<AxisEntry>& dcn, std::string& custom, Diagnostics& d) {
+                        std::vector<AxisEntry>& dcn, std::string& custom, Diagnostics& d, bool& ici_broken,
+                        bool& dcn_broken) {
     std::vector<std::pair<int, AxisEntry>> ici_ranked, dcn_ranked;
     for (auto it = node.begin(); it != node.end(); ++it) {
         const std::string key = it->first.IsScalar() ? it->first.Scalar() : "";
@@ -96,15 +98,21 @@ void parse_maxtext_mesh(const YAML::Node& node, const std::string& file, std::ve
             if (auto hint = core::closest_match(key, keys))
                 message += fmt::format(" (did you mean '{}'?)", *hint);
             d.error(detail::location_of(it->first, file), key_path, message);
+            (key.rfind("dcn", 0) == 0 ? dcn_broken : ici_broken) = true;
             continue;
         }
         AxisEntry entry{std::string(kind->name), std::nullopt, detail::location_of(it->second, file)};
+        bool& broken = is_dcn ? dcn_broken : ici_broken;
         auto size =
             detail::read_integer(it->second, file, key_path, std::numeric_limits<long long>::min(), d);
-        if (!size) continue;
+        if (!size) {
+            broken = true;
+            continue;
+        }
         if (*size != -1) {
             if (auto why = run_key("mesh.<axis>").bounds_error(static_cast<double>(*size)); !why.empty()) {
                 d.error(detail::location_of(it->second, file), key_path, why + " (or -1 for auto)");
+                broken = true;
                 continue;
             }
             entry.size = static_cast<int>(*size);
@@ -132,11 +140,13 @@ std::vector<network::MeshAxis> resolve_axes(const std::vector<AxisEntry>& entrie
                                             const std::string& what, Diagnostics& d, bool broken,
                                             const std::string& hint = "") {
     std::vector<network::MeshAxis> axes;
+    // Capped far above any slice (each size is at most kMaxSliceChips), so it cannot overflow.
+    constexpr long kProductCap = 1L << 40;
     long known = 1;
     int autos = 0;
     for (const auto& e : entries) {
         if (e.size) {
-            known *= *e.size;
+            known = std::min(known * *e.size, kProductCap);
         } else {
             ++autos;
         }
@@ -146,13 +156,15 @@ std::vector<network::MeshAxis> resolve_axes(const std::vector<AxisEntry>& entrie
         return axes;
     }
     if (broken) return axes;  // the mistakes in the axes are reported; their product would mislead
+    const std::string product =
+        known == kProductCap ? fmt::format("above {}", kProductCap) : std::to_string(known);
     for (const auto& e : entries) {
         int size = e.size.value_or(0);
         if (!e.size) {
             if (known <= 0 || total % known != 0) {
                 d.error(e.location, path + "." + e.name,
                         fmt::format("auto cannot fill {} {}: the other axes ({}) do not divide it", total,
-                                    what, known));
+                                    what, product));
                 return {};
             }
             size = static_cast<int>(total / known);
@@ -161,7 +173,7 @@ std::vector<network::MeshAxis> resolve_axes(const std::vector<AxisEntry>& entrie
     }
     if (autos == 0 && known != total) {
         d.error(where, path,
-                fmt::format("mesh product is {} but there are {} {}{}", known, total, what, hint));
+                fmt::format("mesh product is {} but there are {} {}{}", product, total, what, hint));
     }
     return axes;
 }
@@ -266,9 +278,14 @@ void parse_mesh(const MapReader& run, RunSpec& spec, Diagnostics& d) {
         if (mesh.has("custom_mesh")) {
             spec.mesh.custom = mesh.string("custom_mesh", false).value_or("");
             check_custom_mesh(spec.mesh.custom, mesh.location("custom_mesh"), d);
+            // The custom mesh places every axis itself: a mapping beside it would go unread.
+            if (mesh.has("mapping") && !spec.mesh.custom.empty())
+                mesh.error("custom_mesh",
+                           fmt::format("give mapping or custom_mesh, not both ({} places the axes itself)",
+                                       spec.mesh.custom));
         }
     } else if (maxtext_form) {
-        parse_maxtext_mesh(node, file, ici, dcn, spec.mesh.custom, d);
+        parse_maxtext_mesh(node, file, ici, dcn, spec.mesh.custom, d, ici_broken, dcn_broken);
         check_custom_mesh(spec.mesh.custom, detail::location_of(node, file), d);
     } else {
         YAML::Node axes = node;

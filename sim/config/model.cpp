@@ -83,7 +83,10 @@ workload::ModelSpec parse_model(const YAML::Node& node, const std::string& file,
         }
         if (m.d_ff == 0) m.d_ff = 4 * m.d_model;  // below 2^31: d_model <= 2^17
     }
+    // A wrong num_experts is reported alone: the checks against it would only echo its default.
+    const std::size_t errors_before_experts = d.size();
     m.experts = get(model_key("num_experts"));
+    const bool experts_ok = d.size() == errors_before_experts;
     if (m.experts == 0) m.experts = static_cast<int>(model_key("num_experts").integer_default());
     m.experts_per_token = get(model_key("num_experts_per_tok"));
     if (m.experts_per_token == 0)
@@ -94,9 +97,16 @@ workload::ModelSpec parse_model(const YAML::Node& node, const std::string& file,
     m.moe_layer_step = get(model_key("interleave_moe_layer_step"));
     if (m.moe_layer_step == 0)
         m.moe_layer_step = static_cast<int>(model_key("interleave_moe_layer_step").integer_default());
-    if (m.experts_per_token > m.experts) {
+    if (!experts_ok) return m;
+    if (m.is_moe() && m.experts_per_token > m.experts) {  // a dense model's: said below
         r.error("num_experts_per_tok", fmt::format("num_experts_per_tok ({}) exceeds num_experts ({})",
                                                    m.experts_per_token, m.experts));
+    }
+    if (m.is_moe() && m.layers > 0 && m.moe_layer_step > m.layers) {
+        r.error("interleave_moe_layer_step",
+                fmt::format("{} exceeds layers ({}): no layer would be an MoE layer (layer l is one where "
+                            "l + 1 is a multiple of it); give at most {}, or num_experts 1 for a dense model",
+                            m.moe_layer_step, m.layers, m.layers));
     }
     if (!m.is_moe()) {
         // Given at their defaults they say nothing (MaxText's base.yml gives them all).

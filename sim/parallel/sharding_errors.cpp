@@ -1,6 +1,7 @@
 #include "parallel/sharding_errors.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <variant>
 
 #include <fmt/format.h>
@@ -83,6 +84,20 @@ std::vector<ShardingError> sharding_errors(const workload::ModelSpec& m, const w
         }
     }
     if (m.is_moe()) {
+        // Dropping experts (MaxText layers/moe.py generate_masks) with too small a factor take no token.
+        const int tokens = m.tokens_per_sample(t.seq_len);
+        if (!t.sparse_matmul && t.capacity_factor > 0 && tokens > 0 &&
+            m.expert_capacity(tokens, t.capacity_factor) < 1) {
+            const double per_expert =
+                std::ceil(static_cast<double>(tokens) * m.experts_per_token / m.experts);
+            errors.push_back(
+                {"training.capacity_factor",
+                 fmt::format(
+                     "{} leaves each expert int(ceil({} tokens x {} / {} experts) x {}) = 0 tokens of a "
+                     "sequence: give at least {:.6g} (or 0 or below for dropless)",
+                     t.capacity_factor, tokens, m.experts_per_token, m.experts, t.capacity_factor,
+                     1.0 / per_expert)});
+        }
         for (const auto& kind : kParallelisms) {
             if (!splits(kind, workload::Shard::tensor)) continue;
             const long tensor = axis_size(mesh, kind.kind);
@@ -137,10 +152,10 @@ std::vector<ShardingError> sharding_errors(const workload::ModelSpec& m, const w
                                           "with pipeline stages",
                                           workload::remat_name(t.remat))});
         }
-        if (t.pipeline_fsdp_ag_per_repeat && t.pipeline_fsdp_ag_once) {
-            errors.push_back({"training.pipeline_fsdp_ag_once",
-                              "give pipeline_fsdp_ag_once or pipeline_fsdp_ag_per_repeat, not both"});
-        }
+    }
+    if (t.pipeline_fsdp_ag_per_repeat && t.pipeline_fsdp_ag_once) {
+        errors.push_back({"training.pipeline_fsdp_ag_once",
+                          "give pipeline_fsdp_ag_once or pipeline_fsdp_ag_per_repeat, not both"});
     }
     if (workload::offloads(t) && topology.host.transfer_bandwidth_per_chip <= 0) {
         errors.push_back({"training.remat",

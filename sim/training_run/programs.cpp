@@ -9,6 +9,7 @@
 #include "core/diagnostics.hpp"
 #include "core/time.hpp"
 #include "parallel/parallelism.hpp"
+#include "parallel/pipeline_schedule.hpp"
 
 namespace podsim::training_run {
 
@@ -53,8 +54,10 @@ const ProgramLibrary::StepShape& ProgramLibrary::step(int seq_len, long batch) {
     run::RunSpec spec = base_;
     if (!spec.model.is_vit() && seq_len > 0) spec.training.seq_len = seq_len;
     // A batch the data-parallel axes cannot split evenly is padded up to one they can, as SPMD
-    // frameworks pad a last partial batch.
-    const long shards = parallel::divisor(spec.mesh, workload::Shard::batch) * spec.training.microbatches;
+    // frameworks pad a last partial batch; with pipeline stages, into each of the pipeline's
+    // microbatches.
+    const long shards = parallel::divisor(spec.mesh, workload::Shard::batch) * spec.training.microbatches *
+                        parallel::pipeline_schedule(spec.training, spec.mesh, spec.model.layers).microbatches;
     spec.training.global_batch = std::max(shards, (batch + shards - 1) / shards * shards);
     const run::Simulation sim = run::simulate(spec);
     StepShape shape;

@@ -415,13 +415,8 @@ class Lowering {
         return op;
     }
 
-    // Tokens an expert takes per sequence when it drops the rest (MaxText layers/moe.py
-    // generate_masks): int(max(ceil(seq x k / E) x capacity_factor, capacity_factor)).
-    I expert_capacity() const {
-        const double tokens = static_cast<double>(S_) * m_.experts_per_token;
-        const double per_expert = std::ceil(tokens / m_.experts);
-        return static_cast<I>(std::max(per_expert * t_.capacity_factor, t_.capacity_factor));
-    }
+    // Tokens an expert takes per sequence when it drops the rest.
+    I expert_capacity() const { return m_.expert_capacity(S_, t_.capacity_factor); }
 
     // An MoE layer's MLP (MaxText layers/moe.py RoutedMoE, RoutedAndSharedMoE) on `in`, adding
     // `residual`: the shared experts, the router (gate logits, softmax and top-k, with the

@@ -1,6 +1,14 @@
 #include "workload/model_spec.hpp"
 
+#include <algorithm>
+#include <cmath>
+
 namespace podsim::workload {
+
+std::int64_t ModelSpec::expert_capacity(std::int64_t tokens, double capacity_factor) const {
+    const double per_expert = std::ceil(static_cast<double>(tokens) * experts_per_token / experts);
+    return static_cast<std::int64_t>(std::max(per_expert * capacity_factor, capacity_factor));
+}
 
 std::string_view family_name(ModelFamily family) {
     return kFamilyNames[static_cast<std::size_t>(family)];

@@ -16,7 +16,8 @@
 #include "support.hpp"
 
 // Every file in tests/errors/cases/ is a bad input. Its `# expect: TEXT` lines each name text that
-// one of the reported errors must contain; every error must be `FILE:LINE:COL: error: ...`.
+// one of the reported errors must contain, and `# expect-errors: N` how many errors there are where
+// that is checked; every error must be `FILE:LINE:COL: error: ...`.
 
 using namespace podsim;
 namespace fs = std::filesystem;
@@ -89,11 +90,13 @@ TEST_CASE("each bad input reports its error with FILE:LINE:COL") {
         auto expected = expectations(read(file));
         REQUIRE_FALSE(expected.empty());
         std::string reported;
+        std::size_t errors = 0;
         try {
             config::load_run_file(file.string());
             FAIL("loaded without error");
         } catch (const core::UserError& e) {
             reported = e.diagnostics().to_string();
+            errors = e.diagnostics().items().size();
             for (const auto& d : e.diagnostics().items()) {
                 CAPTURE(d.to_string());
                 CHECK(std::regex_match(d.to_string(), format));
@@ -103,6 +106,12 @@ TEST_CASE("each bad input reports its error with FILE:LINE:COL") {
         for (const auto& text : expected) {
             CAPTURE(reported);
             CHECK_MESSAGE(reported.find(text) != std::string::npos, "expected: " << text);
+        }
+        // `# expect-errors: N`: exactly N errors, where one mistake must not bring others in its wake.
+        const std::string text = read(file);
+        if (auto at = text.find("# expect-errors: "); at != std::string::npos) {
+            CAPTURE(reported);
+            CHECK(errors == std::stoul(text.substr(at + 17)));
         }
     }
 }

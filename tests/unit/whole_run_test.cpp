@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "core/diagnostics.hpp"
+#include "parallel/sharding_errors.hpp"
 #include "support.hpp"
 #include "training_run/programs.hpp"
 #include "training_run/whole_run.hpp"
@@ -409,4 +410,23 @@ TEST_CASE(
         CHECK(item.key_path == "whole_run");
         CHECK(item.message.find("longer than podsim's simulated time reaches") != std::string::npos);
     }
+}
+
+TEST_CASE("a last partial batch with pipeline stages is padded into every pipeline microbatch") {
+    // 4 stages x FSDP 2, 8 pipeline microbatches: a batch must split into 8 microbatches of a
+    // multiple of 2 sequences, so a last batch of 7 runs as 16 (as 8 it would put half a sequence on
+    // each FSDP shard, a config `podsim run` refuses).
+    auto spec = test::run_from_text(
+        "schema: podsim.run/v1\nmodel: {schema: podsim.model/v1, name: tiny, family: decoder, layers: 8, "
+        "d_model: 512, heads: 8, d_ff: 1024, activation: swiglu, vocab: 32000}\ntopology: tpu-v4\n"
+        "slice: 2x2x2\nmesh: {pipeline: 4, fsdp: 2}\n"
+        "training: {global_batch: 32, seq_len: 1024, num_pipeline_microbatches: 8}\n");
+    training_run::ProgramLibrary programs(spec, train_only(4));
+    auto padded = spec;
+    padded.training.global_batch = 16;
+    CHECK(parallel::sharding_errors(padded.model, padded.training, padded.topology, padded.slice,
+                                    padded.slices, padded.mesh)
+              .empty());
+    padded.runtime.host_overhead = 0.0;
+    CHECK(programs.step(1024, 7).step_time == run::simulate(padded).timeline.step_time);
 }
