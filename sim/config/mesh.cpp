@@ -135,18 +135,24 @@ void check_custom_mesh(const std::string& custom, const core::SourceLocation& wh
             fmt::format("'{}' is not a MaxText custom mesh: hybrid_ring_64x4 or hybrid_ring_32x8", custom));
 }
 
+// Products of mesh sizes are capped far above any slice, so that no product of valid sizes, however
+// many, overflows (each size alone is bounded, their product is not).
+constexpr long kProductCap = 1L << 40;
+long capped_product(long product, long size) {
+    if (size > 0 && product > kProductCap / size) return kProductCap;
+    return std::min(product * size, kProductCap);
+}
+
 std::vector<network::MeshAxis> resolve_axes(const std::vector<AxisEntry>& entries, long total,
                                             const std::string& path, const core::SourceLocation& where,
                                             const std::string& what, Diagnostics& d, bool broken,
                                             const std::string& hint = "") {
     std::vector<network::MeshAxis> axes;
-    // Capped far above any slice (each size is at most kMaxSliceChips), so it cannot overflow.
-    constexpr long kProductCap = 1L << 40;
     long known = 1;
     int autos = 0;
     for (const auto& e : entries) {
         if (e.size) {
-            known = std::min(known * *e.size, kProductCap);
+            known = capped_product(known, *e.size);
         } else {
             ++autos;
         }
@@ -187,7 +193,7 @@ std::string tensorcore_hint(const RunSpec& spec, const std::vector<AxisEntry>& a
     long product = 1;
     for (const auto& e : axes) {
         if (!e.size) return "";
-        product *= *e.size;
+        product = capped_product(product, *e.size);
     }
     const long chips = spec.slice.chips();
     if (product * 2 != chips) return "";
@@ -305,7 +311,7 @@ void parse_mesh(const MapReader& run, RunSpec& spec, Diagnostics& d) {
     // A one-chip slice may run a mesh on fewer of its devices (hardware::devices_per_chip_in_use).
     if (std::none_of(ici.begin(), ici.end(), [](const AxisEntry& e) { return !e.size; })) {
         long product = 1;
-        for (const auto& e : ici) product = std::min(product * std::max(*e.size, 0), 1L << 40);
+        for (const auto& e : ici) product = capped_product(product, std::max(*e.size, 0));
         const int in_use = hardware::devices_per_chip_in_use(spec.topology, spec.slice, product);
         if (in_use < spec.topology.chip.devices_per_chip) devices = product;
     }
