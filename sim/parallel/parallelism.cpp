@@ -70,14 +70,6 @@ double ParamSplit::shard(const workload::ParamGroup& group) const {
            static_cast<double>(group.expert_params) / (d * static_cast<double>(experts));
 }
 
-long param_group_divisor(const network::MeshSpec& mesh, const workload::ParamGroup& group) {
-    return param_split(mesh).divisor(group);
-}
-
-double param_group_shard(const network::MeshSpec& mesh, const workload::ParamGroup& group) {
-    return param_split(mesh).shard(group);
-}
-
 std::string split_by_text(workload::Shard role) {
     std::string out;
     for (const auto& kind : kParallelisms) {

@@ -178,22 +178,19 @@ long ici_axis_size(const network::MeshSpec& mesh, Parallelism kind);
 
 // The product of the (ICI and DCN) sizes of every kind that splits `role`, in declaration order.
 long divisor(const network::MeshSpec& mesh, workload::Shard role);
-// What a parameter group's parameters, gradients and optimizer state are divided by: the axes of
-// every kind that splits Shard::param, but a kind that splits tensor-parallel dimensions
-// (Shard::tensor) only for groups sharded along them (ParamGroup::tensor_sharded).
-long param_group_divisor(const network::MeshSpec& mesh, const workload::ParamGroup& group);
-// A parameter group's parameters per chip: the routed experts' also divided by the kinds that split
-// Shard::expert.
-double param_group_shard(const network::MeshSpec& mesh, const workload::ParamGroup& group);
-// The two above for every group of one mesh, its axis sizes looked up once (a memory estimate asks
-// for every parameter group of the model).
+// What a mesh divides parameter groups by, its axis sizes looked up once (a memory estimate asks for
+// every parameter group of the model).
 struct ParamSplit {
-    long divisor_unsharded = 1;       // param_group_divisor of a group not tensor-sharded
-    long divisor_tensor_sharded = 1;  // of a tensor-sharded group
-    long experts = 1;                 // divisor(mesh, Shard::expert)
+    // A group's parameters, gradients and optimizer state are divided by the axes of every kind that
+    // splits Shard::param, but a kind that splits tensor-parallel dimensions (Shard::tensor) only for
+    // groups sharded along them (ParamGroup::tensor_sharded).
+    long divisor_unsharded = 1;
+    long divisor_tensor_sharded = 1;
+    long experts = 1;  // divisor(mesh, Shard::expert): the routed experts' parameters also split by it
     long divisor(const workload::ParamGroup& group) const {
         return group.tensor_sharded ? divisor_tensor_sharded : divisor_unsharded;
     }
+    // A group's parameters per chip.
     double shard(const workload::ParamGroup& group) const;
 };
 ParamSplit param_split(const network::MeshSpec& mesh);

@@ -1,7 +1,6 @@
 #include "parallel/sharding_errors.hpp"
 
 #include <algorithm>
-#include <cmath>
 #include <variant>
 
 #include <fmt/format.h>
@@ -88,15 +87,13 @@ std::vector<ShardingError> sharding_errors(const workload::ModelSpec& m, const w
         const int tokens = m.tokens_per_sample(t.seq_len);
         if (!t.sparse_matmul && t.capacity_factor > 0 && tokens > 0 &&
             m.expert_capacity(tokens, t.capacity_factor) < 1) {
-            const double per_expert =
-                std::ceil(static_cast<double>(tokens) * m.experts_per_token / m.experts);
             errors.push_back(
                 {"training.capacity_factor",
                  fmt::format(
                      "{} leaves each expert int(ceil({} tokens x {} / {} experts) x {}) = 0 tokens of a "
                      "sequence: give at least {:.6g} (or 0 or below for dropless)",
                      t.capacity_factor, tokens, m.experts_per_token, m.experts, t.capacity_factor,
-                     1.0 / per_expert)});
+                     1.0 / m.tokens_per_expert(tokens))});
         }
         for (const auto& kind : kParallelisms) {
             if (!splits(kind, workload::Shard::tensor)) continue;

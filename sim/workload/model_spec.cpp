@@ -5,9 +5,12 @@
 
 namespace podsim::workload {
 
+double ModelSpec::tokens_per_expert(std::int64_t tokens) const {
+    return std::ceil(static_cast<double>(tokens) * experts_per_token / experts);
+}
+
 std::int64_t ModelSpec::expert_capacity(std::int64_t tokens, double capacity_factor) const {
-    const double per_expert = std::ceil(static_cast<double>(tokens) * experts_per_token / experts);
-    return static_cast<std::int64_t>(std::max(per_expert * capacity_factor, capacity_factor));
+    return static_cast<std::int64_t>(std::max(tokens_per_expert(tokens) * capacity_factor, capacity_factor));
 }
 
 std::string_view family_name(ModelFamily family) {

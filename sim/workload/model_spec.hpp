@@ -56,7 +56,9 @@ struct ModelSpec {
     bool is_moe_layer(int layer) const { return is_moe() && (layer + 1) % moe_layer_step == 0; }
     int moe_layers() const { return is_moe() ? layers / moe_layer_step : 0; }
     // Tokens an expert takes from a sequence of `tokens` when it drops the rest (MaxText layers/moe.py
-    // generate_masks): int(max(ceil(tokens x k / E) x capacity_factor, capacity_factor)).
+    // generate_masks): int(max(tokens_per_expert x capacity_factor, capacity_factor)), with
+    // tokens_per_expert = ceil(tokens x k / E).
+    double tokens_per_expert(std::int64_t tokens) const;
     std::int64_t expert_capacity(std::int64_t tokens, double capacity_factor) const;
     bool gated() const { return activation == Activation::swiglu || activation == Activation::geglu; }
     bool is_vit() const { return family == ModelFamily::vit; }

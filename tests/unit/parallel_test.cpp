@@ -403,8 +403,8 @@ TEST_CASE("parallelism kinds are data: divisors, names and explain come from the
     CHECK(parallel::divisor(mesh, workload::Shard::param) == 4 * 8);
     CHECK(parallel::divisor(mesh, workload::Shard::none) == 1);
     workload::ParamGroup block{"layer0", 0, 100, true, {}}, head{"head", -1, 100, false, {}};
-    CHECK(parallel::param_group_divisor(mesh, block) == 32);
-    CHECK(parallel::param_group_divisor(mesh, head) == 4);
+    CHECK(parallel::param_split(mesh).divisor(block) == 32);
+    CHECK(parallel::param_split(mesh).divisor(head) == 4);
     CHECK(parallel::split_by_text(workload::Shard::batch) == "data x fsdp x expert");
     const std::string explained = parallel::explain_parallelism();
     for (const auto& kind : parallel::kParallelisms) {
