@@ -143,16 +143,31 @@ void FlowNetwork::inject_flows(int slot) {
     const FlowPhase& phase = (*t.phases)[t.phase];
     advance_to(engine_.now());
     if (count_link_bytes_ && link_bytes_.empty()) link_bytes_.assign(bandwidth_->size(), 0.0);
-    t.flows_left = 0;
+    // Room for every flow of the phase at once, then the ones that carry bytes (five push_backs
+    // per flow were most of a phase's start).
+    const std::size_t first = flows_.size();
+    const std::size_t most = first + phase.flows.size();
+    flow_transfers_.resize(most);
+    flows_.resize(most);
+    remaining_.resize(most);
+    rates_.resize(most);
+    flow_keys_.resize(most);
+    std::size_t end = first;
     for (const Flow& flow : phase.flows) {
         if (flow.bytes <= kBytesEpsilon || flow.links.empty()) continue;
-        flow_transfers_.push_back(slot);
-        flows_.push_back(&flow);
-        remaining_.push_back(flow.bytes);
-        rates_.push_back(0.0);
-        flow_keys_.push_back(flow_key(flow));
-        ++t.flows_left;
+        flow_transfers_[end] = slot;
+        flows_[end] = &flow;
+        remaining_[end] = flow.bytes;
+        rates_[end] = 0.0;
+        flow_keys_[end] = flow_key(flow);
+        ++end;
     }
+    t.flows_left = static_cast<int>(end - first);
+    flow_transfers_.resize(end);
+    flows_.resize(end);
+    remaining_.resize(end);
+    rates_.resize(end);
+    flow_keys_.resize(end);
     if (t.flows_left == 0) {
         finish_phase(slot);
         return;
