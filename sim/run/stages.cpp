@@ -54,7 +54,6 @@ std::vector<StageView> stage_views(const parallel::DeviceProgram& program,
     // received anywhere (a permute has one receiving stage: its consumers are all on it).
     std::vector<int> op_index(all.size(), -1);
     std::vector<core::Time> previous_end(stages, 0);
-    parallel::OpDeps deps;  // the op's deps on its own stage, as view indices
     for (std::size_t i = 0; i < all.size(); ++i) {
         const int stage = stage_of[i];
         const auto s = static_cast<std::size_t>(stage);
@@ -62,7 +61,6 @@ std::vector<StageView> stage_views(const parallel::DeviceProgram& program,
         const int resource = resource_index[static_cast<std::size_t>(all[i].resource)];
         const auto& span = timeline.spans[i];
         bool waits_for_stage = false;
-        deps.clear();
         for (int d : all[i].deps) {
             const auto p = static_cast<std::size_t>(d);
             if (permute[p] != 0) {
@@ -88,7 +86,6 @@ std::vector<StageView> stage_views(const parallel::DeviceProgram& program,
                     v.ops.push_back(p);
                 }
             }
-            if (stage_of[p] == stage) deps.push_back(op_index[p]);
         }
         const auto k = static_cast<int>(v.program.ops.size());
         op_index[i] = k;
@@ -96,7 +93,12 @@ std::vector<StageView> stage_views(const parallel::DeviceProgram& program,
         op.resource = resource;
         if (op.comm_axis >= 0) op.comm_axis = axis_index[static_cast<std::size_t>(op.comm_axis)];
         if (op.source_op >= 0) op.source_op = op_index[static_cast<std::size_t>(op.source_op)];
-        op.deps = deps;
+        // Its deps on its own stage, as view indices, in place of the program's.
+        int* kept = op.deps.begin();
+        for (int d : all[i].deps)
+            if (stage_of[static_cast<std::size_t>(d)] == stage)
+                *kept++ = op_index[static_cast<std::size_t>(d)];
+        op.deps.truncate(static_cast<std::size_t>(kept - op.deps.begin()));
         if (op.category == parallel::OpCategory::matmul || op.category == parallel::OpCategory::fusion) {
             core::Time& previous = previous_end[s];  // of the stage's previous compute op
             if (waits_for_stage && span.start > previous) v.pipeline_waits.emplace_back(previous, span.start);
