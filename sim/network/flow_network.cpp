@@ -143,12 +143,31 @@ void FlowNetwork::inject_flows(int slot) {
     const FlowPhase& phase = (*t.phases)[t.phase];
     advance_to(engine_.now());
     if (count_link_bytes_ && link_bytes_.empty()) link_bytes_.assign(bandwidth_->size(), 0.0);
-    t.flows_left = 0;
+    // Room for every flow of the phase at once, then the ones that carry bytes (five push_backs
+    // per flow were most of a phase's start).
+    const std::size_t first = flows_.size();
+    const std::size_t most = first + phase.flows.size();
+    flow_transfers_.resize(most);
+    flows_.resize(most);
+    remaining_.resize(most);
+    rates_.resize(most);
+    flow_keys_.resize(most);
+    std::size_t end = first;
     for (const Flow& flow : phase.flows) {
         if (flow.bytes <= kBytesEpsilon || flow.links.empty()) continue;
-        active_.push_back(ActiveFlow{slot, &flow, flow.bytes, 0.0, flow_key(flow)});
-        ++t.flows_left;
+        flow_transfers_[end] = slot;
+        flows_[end] = &flow;
+        remaining_[end] = flow.bytes;
+        rates_[end] = 0.0;
+        flow_keys_[end] = flow_key(flow);
+        ++end;
     }
+    t.flows_left = static_cast<int>(end - first);
+    flow_transfers_.resize(end);
+    flows_.resize(end);
+    remaining_.resize(end);
+    rates_.resize(end);
+    flow_keys_.resize(end);
     if (t.flows_left == 0) {
         finish_phase(slot);
         return;
@@ -166,14 +185,17 @@ void FlowNetwork::advance_to(core::Time now) {
     const double elapsed = core::to_seconds(now - last_update_);
     last_update_ = now;
     if (elapsed <= 0.0) return;
+    const std::size_t n = flows_.size();
+    double* remaining = remaining_.data();
+    const double* rates = rates_.data();
     if (!count_link_bytes_) {
-        for (auto& f : active_) f.remaining -= std::min(f.remaining, f.rate * elapsed);
+        for (std::size_t i = 0; i < n; ++i) remaining[i] -= std::min(remaining[i], rates[i] * elapsed);
         return;
     }
-    for (auto& f : active_) {
-        double moved = std::min(f.remaining, f.rate * elapsed);
-        f.remaining -= moved;
-        for (int link : f.flow->links) link_bytes_[static_cast<std::size_t>(link)] += moved;
+    for (std::size_t i = 0; i < n; ++i) {
+        const double moved = std::min(remaining[i], rates[i] * elapsed);
+        remaining[i] -= moved;
+        for (int link : flows_[i]->links) link_bytes_[static_cast<std::size_t>(link)] += moved;
     }
 }
 
@@ -185,17 +207,12 @@ void FlowNetwork::reallocate() {
     }
     // The same flows in the same order on the same links always get the same rates.
     auto& memo = scratch_->rates;
-    auto& key = scratch_->memo_key;
-    key.resize(active_.size());
-    for (std::size_t i = 0; i < active_.size(); ++i) key[i] = active_[i].key;
-    const std::uint64_t hash = flows_hash(key, bandwidth_);
-    if (const std::vector<double>* rates = memo_find(memo, hash, bandwidth_, key)) {
-        for (std::size_t i = 0; i < active_.size(); ++i) active_[i].rate = (*rates)[i];
+    const std::uint64_t hash = flows_hash(flow_keys_, bandwidth_);
+    if (const std::vector<double>* rates = memo_find(memo, hash, bandwidth_, flow_keys_)) {
+        std::copy(rates->begin(), rates->end(), rates_.begin());
     } else {
         solve_rates();
-        std::vector<double> rates_solved(active_.size());
-        for (std::size_t i = 0; i < active_.size(); ++i) rates_solved[i] = active_[i].rate;
-        memo_insert(memo, hash, bandwidth_, key, std::move(rates_solved));
+        memo_insert(memo, hash, bandwidth_, flow_keys_, rates_);
     }
     schedule_next_arrival();
 }
@@ -205,13 +222,15 @@ void FlowNetwork::schedule_next_arrival() {
     // times are positive, so the minimum does not depend on the order they are compared in.
     double soonest = std::numeric_limits<double>::infinity();
     double soonest_odd = soonest;
-    const std::size_t n = active_.size();
+    const std::size_t n = flows_.size();
+    const double* remaining = remaining_.data();
+    const double* rates = rates_.data();
     std::size_t i = 0;
     for (; i + 2 <= n; i += 2) {
-        soonest = std::min(soonest, active_[i].remaining / active_[i].rate);
-        soonest_odd = std::min(soonest_odd, active_[i + 1].remaining / active_[i + 1].rate);
+        soonest = std::min(soonest, remaining[i] / rates[i]);
+        soonest_odd = std::min(soonest_odd, remaining[i + 1] / rates[i + 1]);
     }
-    if (i < n) soonest = std::min(soonest, active_[i].remaining / active_[i].rate);
+    if (i < n) soonest = std::min(soonest, remaining[i] / rates[i]);
     soonest = std::min(soonest, soonest_odd);
     ++generation_;
     engine_.schedule_after(core::from_seconds(soonest), *this, generation_);
@@ -228,9 +247,10 @@ void FlowNetwork::solve_rates() {
     auto& next_flow_ = scratch_->next_flow;
     auto& flows_by_link_ = scratch_->flows_by_link;
     touched.clear();
-    for (auto& f : active_) {
-        f.rate = -1.0;
-        for (int link : f.flow->links) {
+    const std::size_t n = flows_.size();
+    for (std::size_t i = 0; i < n; ++i) {
+        rates_[i] = -1.0;
+        for (int link : flows_[i]->links) {
             auto l = static_cast<std::size_t>(link);
             if (unfixed_on_link_[l]++ == 0) {
                 capacity_[l] = (*bandwidth_)[l];
@@ -238,8 +258,8 @@ void FlowNetwork::solve_rates() {
             }
         }
     }
-    // Flows by link (in active_ order, so that flows are fixed in the same order as by a scan of
-    // active_): the bottleneck's flows are found without looking at the others.
+    // Flows by link (in active order, so that flows are fixed in the same order as by a scan of
+    // the active flows): the bottleneck's flows are found without looking at the others.
     std::size_t total = 0;
     for (int link : touched) {
         auto l = static_cast<std::size_t>(link);
@@ -248,11 +268,10 @@ void FlowNetwork::solve_rates() {
         total += static_cast<std::size_t>(unfixed_on_link_[l]);
     }
     flows_by_link_.resize(total);
-    for (std::size_t i = 0; i < active_.size(); ++i) {
-        for (int link : active_[i].flow->links)
-            flows_by_link_[next_flow_[static_cast<std::size_t>(link)]++] = i;
+    for (std::size_t i = 0; i < n; ++i) {
+        for (int link : flows_[i]->links) flows_by_link_[next_flow_[static_cast<std::size_t>(link)]++] = i;
     }
-    std::size_t unfixed = active_.size();
+    std::size_t unfixed = n;
     std::size_t live = touched.size();  // links with unfixed flows: a prefix of touched, in order
     while (unfixed > 0) {
         double best = std::numeric_limits<double>::infinity();
@@ -273,11 +292,11 @@ void FlowNetwork::solve_rates() {
         PODSIM_ASSERT(bottleneck >= 0, "flows without links");
         const auto b = static_cast<std::size_t>(bottleneck);
         for (std::size_t k = first_flow_[b]; k < next_flow_[b]; ++k) {
-            auto& f = active_[flows_by_link_[k]];
-            if (f.rate >= 0.0) continue;
-            f.rate = best;
+            const std::size_t f = flows_by_link_[k];
+            if (rates_[f] >= 0.0) continue;
+            rates_[f] = best;
             --unfixed;
-            for (int link : f.flow->links) {
+            for (int link : flows_[f]->links) {
                 auto l = static_cast<std::size_t>(link);
                 capacity_[l] -= best;
                 --unfixed_on_link_[l];
@@ -295,22 +314,34 @@ void FlowNetwork::on_event(core::Time now, std::uint64_t tag) {
     if (tag != generation_) return;  // superseded by a later reallocation
     advance_to(now);
     finished_.clear();
+    const std::size_t n = flows_.size();
     std::size_t kept = 0;
-    for (std::size_t i = 0; i < active_.size(); ++i) {
-        ActiveFlow& f = active_[i];
+    for (std::size_t i = 0; i < n; ++i) {
+        const double remaining = remaining_[i];
         // Arrived: nothing left, or less than a picosecond's worth at its rate.
-        if (f.remaining <= kBytesEpsilon || f.remaining <= f.rate * 1e-12) {
+        if (remaining <= kBytesEpsilon || remaining <= rates_[i] * 1e-12) {
             if (count_link_bytes_)
-                for (int link : f.flow->links) link_bytes_[static_cast<std::size_t>(link)] += f.remaining;
-            Transfer& t = transfers_[static_cast<std::size_t>(f.transfer)];
-            if (--t.flows_left == 0) finished_.push_back(f.transfer);
+                for (int link : flows_[i]->links) link_bytes_[static_cast<std::size_t>(link)] += remaining;
+            Transfer& t = transfers_[static_cast<std::size_t>(flow_transfers_[i])];
+            if (--t.flows_left == 0) finished_.push_back(flow_transfers_[i]);
         } else {
-            if (kept != i) active_[kept] = f;  // most events retire none or a few at the end
+            // Most events retire none or a few at the end. Rates are not kept: reallocate() below
+            // sets every one.
+            if (kept != i) {
+                flow_transfers_[kept] = flow_transfers_[i];
+                flows_[kept] = flows_[i];
+                remaining_[kept] = remaining;
+                flow_keys_[kept] = flow_keys_[i];
+            }
             ++kept;
         }
     }
-    active_.resize(kept);
-    if (!active_.empty()) reallocate();
+    flow_transfers_.resize(kept);
+    flows_.resize(kept);
+    remaining_.resize(kept);
+    rates_.resize(kept);
+    flow_keys_.resize(kept);
+    if (kept > 0) reallocate();
     // Finishing a phase may start the transfer's next phase or another transfer, never this loop.
     for (std::size_t i = 0; i < finished_.size(); ++i) finish_phase(finished_[i]);
 }
@@ -326,12 +357,13 @@ void FlowNetwork::snapshot(core::Time now, std::uint64_t tag_base, Snapshot& out
         out.transfers.begin(), out.transfers.end(),
         [](const Snapshot::TransferState& a, const Snapshot::TransferState& b) { return a.tag < b.tag; });
     out.active.clear();
-    for (const ActiveFlow& f : active_)
-        out.active.push_back(Snapshot::FlowState{
-            relative(transfers_[static_cast<std::size_t>(f.transfer)].tag), f.flow, f.remaining, f.rate});
+    for (std::size_t i = 0; i < flows_.size(); ++i)
+        out.active.push_back(
+            Snapshot::FlowState{relative(transfers_[static_cast<std::size_t>(flow_transfers_[i])].tag),
+                                flows_[i], remaining_[i], rates_[i]});
     // The time since the last update only scales the progress of active flows: without any, it has
     // no effect (an idle network a period later is in the same state).
-    out.since_update = active_.empty() ? 0 : now - last_update_;
+    out.since_update = flows_.empty() ? 0 : now - last_update_;
 }
 
 void FlowNetwork::describe_tag(std::uint64_t tag, std::uint64_t tag_base,

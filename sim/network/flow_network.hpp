@@ -30,7 +30,7 @@ class FlowNetwork final : public core::EventHandler {
         std::vector<int> unfixed_on_link;  // all zeros between reallocations
         std::vector<int> touched;
         std::vector<std::size_t> first_flow, next_flow;  // per link: its range in flows_by_link
-        std::vector<std::size_t> flows_by_link;          // indices into active_
+        std::vector<std::size_t> flows_by_link;          // indices into the active flows
         // The rates of each set of active flows solved since the last network was built on this
         // scratch: a step's networks meet the same few sets of flows over and over (150 distinct of
         // 7,638 reallocations on a 16x16x16 175B step), and the rates depend on nothing else than
@@ -53,7 +53,6 @@ class FlowNetwork final : public core::EventHandler {
         // a flow or bandwidth vector the memo names may be freed or moved (run::SimulationCache, whose
         // cached plans outlive the configs of a sweep). By default each new network clears it.
         bool keep_rates = false;
-        std::vector<std::uint64_t> memo_key;  // the active flows of the reallocation being looked up
         explicit Scratch(std::size_t links);
     };
 
@@ -75,7 +74,7 @@ class FlowNetwork final : public core::EventHandler {
     // Bytes each link carried so far (both for reports and tests); empty while a network with
     // borrowed bandwidths has carried nothing, and when it does not count them.
     const std::vector<double>& link_bytes() const { return link_bytes_; }
-    std::size_t active_flows() const { return active_.size(); }
+    std::size_t active_flows() const { return flows_.size(); }
 
     // The network's state as seen from `now`, with transfer tags relative to `tag_base`: two
     // snapshots that compare equal evolve alike (for a scheduler that detects a periodic steady state).
@@ -120,20 +119,12 @@ class FlowNetwork final : public core::EventHandler {
         int flows_left = 0;
         bool in_use = false;
     };
-    struct ActiveFlow {
-        int transfer = 0;
-        const Flow* flow = nullptr;
-        double remaining = 0.0;  // bytes
-        double rate = 0.0;       // bytes/s
-        std::uint64_t key = 0;   // the flow in the rate memo's key (kept here: no load of the flow)
-    };
-
     void begin_phase(int transfer);
     void inject_flows(int transfer);
     void finish_phase(int transfer);
     void advance_to(core::Time now);
     void reallocate();
-    void solve_rates();  // max-min rates of active_, into each flow's rate
+    void solve_rates();  // max-min rates of the active flows, into rates_
     void schedule_next_arrival();
 
     core::Engine& engine_;
@@ -146,8 +137,14 @@ class FlowNetwork final : public core::EventHandler {
     bool reuse_rates_ = true;
     std::vector<Transfer> transfers_;
     std::vector<int> free_transfers_;
-    std::vector<ActiveFlow> active_;
-    std::vector<int> finished_;  // transfers whose phase ended at the current event (reused)
+    // The active flows, one array per field (in the order they were added): each pass over them
+    // reads only what it needs, and the memo keys are the lookup key as they stand.
+    std::vector<int> flow_transfers_;
+    std::vector<const Flow*> flows_;
+    std::vector<double> remaining_;         // bytes
+    std::vector<double> rates_;             // bytes/s
+    std::vector<std::uint64_t> flow_keys_;  // each flow in the rate memo's key (no load of the flow)
+    std::vector<int> finished_;             // transfers whose phase ended at the current event (reused)
     core::Time last_update_ = 0;
     std::uint64_t generation_ = 0;  // invalidates completion events scheduled before a reallocation
 };
