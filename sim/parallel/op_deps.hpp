@@ -44,8 +44,10 @@ class OpDeps {
     bool empty() const { return size_ == 0; }
     int operator[](std::size_t i) const { return data()[i]; }
 
+    // Inlined where ops are built (several pushes per op): the rare growth stays out of line.
     void push_back(int dep) {
-        if (size_ == capacity_) grow();
+        if (size_ == capacity_) [[unlikely]]
+            grow();
         data()[size_++] = dep;
     }
     template <class It>
@@ -89,7 +91,7 @@ class OpDeps {
         other.size_ = 0;
         other.capacity_ = kInline;
     }
-    void grow() {
+    [[gnu::noinline]] void grow() {
         const std::size_t capacity = std::size_t{capacity_} * 2 + kInline;
         auto bigger = std::make_unique_for_overwrite<int[]>(capacity);
         std::copy(begin(), end(), bigger.get());

@@ -79,6 +79,9 @@ class Partitioner {
         p_.chips = in_.mesh.ici_size() * in_.mesh.dcn_size();
         p_.microbatches = in_.training.microbatches;
         make_resources();
+        fsdp_axis_ = axis(gathering_);
+        tensor_axis_ = axis(reducing_);
+        data_axis_ = axis(kind_inserting(CollectiveRule::all_reduce_gradients));
         make_state();
         if (pipeline_.pipelined()) return run_pipelined();
 
@@ -354,7 +357,7 @@ class Partitioner {
     // kept until its last backward op (the last microbatch of the backward is microbatch 0: the
     // gather is marked as of that pass and microbatch, which memory/memory_profile.cpp frees it after).
     void gather_stage_once(int stage) {
-        const int fsdp_axis = axis(gathering_);
+        const int fsdp_axis = fsdp_axis_;
         if (fsdp_axis < 0) return;
         if (gather_.empty()) gather_.assign(2 * g_.param_groups.size(), -1);
         for (std::size_t group = 0; group < g_.param_groups.size(); ++group) {
@@ -799,9 +802,9 @@ class Partitioner {
         const std::vector<int>& step_ops = section.ops;
         const int mb = section.mb;
         const bool last_microbatch = section.last_microbatch;
-        const int fsdp_axis = axis(gathering_);
-        const int tensor_axis = axis(reducing_);
-        const int data_axis = axis(kind_inserting(CollectiveRule::all_reduce_gradients));
+        const int fsdp_axis = fsdp_axis_;
+        const int tensor_axis = tensor_axis_;
+        const int data_axis = data_axis_;
         const int depth = in_.runtime.async() ? std::max(0, in_.runtime.prefetch_depth) : 0;
         const bool sequence = tensor_axis >= 0 && in_.training.tensor_sequence;
         const bool collective_matmul = sequence && in_.runtime.overlaps_collective_matmul();
@@ -839,7 +842,9 @@ class Partitioner {
         std::vector<int> own_ready;
         if (section.ready == nullptr) own_ready.assign(g_.size(), -1);
         std::vector<int>& ready = section.ready ? *section.ready : own_ready;  // graph op -> device op
-        std::vector<int> computed(g_.size(), -1);                              // graph op -> its compute op
+        // Graph op -> its compute op in this section: all -1 between sections (reset at its end).
+        std::vector<int>& computed = computed_;
+        if (computed.empty()) computed.assign(g_.size(), -1);
         int last_compute = last_compute_;
 
         auto issue_gather = [&](int block, int group) {
@@ -1036,6 +1041,7 @@ class Partitioner {
             }
         }
         last_compute_ = last_compute;
+        for (int gi : step_ops) computed[static_cast<std::size_t>(gi)] = -1;
     }
 
     void finish_gradients(int group, int after, int mb, bool last_microbatch, int fsdp_axis, int data_axis,
@@ -1167,12 +1173,16 @@ class Partitioner {
     std::unique_ptr<ProgramNames> own_names_;  // when the input shares none
     ProgramNames* names_ = nullptr;
     int dcn_axis_ = -1;
+    // The comm axes of the kinds that gather parameters, reduce partial sums and all-reduce
+    // gradients (-1: size 1), looked up once.
+    int fsdp_axis_ = -1, tensor_axis_ = -1, data_axis_ = -1;
     int host_op_ = -1;
     int transfer_resource_ = -1;  // host-transfer resource, when the remat policy offloads
     int last_compute_ = -1;
     bool host_blocks_ = in_.runtime.host_blocks_device();  // the first device ops wait for the host
     BlockPlan plans_[2];
     std::vector<DeviceOp> compute_ops_;        // by graph op, microbatch 0
+    std::vector<int> computed_;                // emit_section's, kept to reuse its storage
     std::vector<int> gather_;                  // emit_microbatch's all-gathers, kept to reuse its storage
     DeviceOp split_rest_;                      // emit_microbatch: the rest of a split matmul, until emitted
     OpDeps deps_;                              // emit_microbatch: an op's deps, kept to reuse its storage

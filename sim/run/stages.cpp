@@ -1,6 +1,7 @@
 #include "run/stages.hpp"
 
 #include <algorithm>
+#include <cstdint>
 
 namespace podsim::run {
 
@@ -27,9 +28,20 @@ std::vector<StageView> stage_views(const parallel::DeviceProgram& program,
             resource.comm_axis = axis_index[static_cast<std::size_t>(resource.comm_axis)];
         v.program.resources.push_back(std::move(resource));
     }
+    // Each op's stage, and whether it is a collective-permute (its reader waits for another stage),
+    // kept beside the ops: every dependency asks for them.
+    constexpr std::uint8_t kPermute = 1, kUnreceived = 2;  // kUnreceived: a forward permute not yet received
+    std::vector<int> stage_of(all.size());
+    std::vector<std::uint8_t> permute(all.size(), 0);
     std::vector<std::size_t> per_stage(stages, 0);
-    for (const auto& op : all)
-        ++per_stage[static_cast<std::size_t>(stage_of_resource[static_cast<std::size_t>(op.resource)])];
+    for (std::size_t i = 0; i < all.size(); ++i) {
+        const auto& op = all[i];
+        const int s = stage_of_resource[static_cast<std::size_t>(op.resource)];
+        stage_of[i] = s;
+        ++per_stage[static_cast<std::size_t>(s)];
+        if (op.category == parallel::OpCategory::collective_permute)
+            permute[i] = receives && op.phase == workload::Phase::forward ? kPermute | kUnreceived : kPermute;
+    }
     for (std::size_t s = 0; s < stages; ++s) {
         // The receives are one per forward microbatch and chunk: fewer than the stage's ops.
         const std::size_t n = per_stage[s] * (receives ? 2 : 1);
@@ -41,38 +53,38 @@ std::vector<StageView> stage_views(const parallel::DeviceProgram& program,
     // The view's index of each op, counting the receives placed before it; -1 for a permute not yet
     // received anywhere (a permute has one receiving stage: its consumers are all on it).
     std::vector<int> op_index(all.size(), -1);
-    std::vector<char> received(receives ? all.size() : 0, 0);
     std::vector<core::Time> previous_end(stages, 0);
     for (std::size_t i = 0; i < all.size(); ++i) {
-        const auto s = static_cast<std::size_t>(stage_of_resource[static_cast<std::size_t>(all[i].resource)]);
+        const int stage = stage_of[i];
+        const auto s = static_cast<std::size_t>(stage);
         StageView& v = views[s];
         const int resource = resource_index[static_cast<std::size_t>(all[i].resource)];
         const auto& span = timeline.spans[i];
-        if (receives) {
-            for (int d : all[i].deps) {
-                const auto p = static_cast<std::size_t>(d);
-                if (all[p].category != parallel::OpCategory::collective_permute ||
-                    all[p].phase != workload::Phase::forward || received[p])
-                    continue;
-                received[p] = 1;
-                // Held from when its reader starts, like the stage's own layer outputs.
-                parallel::DeviceOp receive;
-                receive.name = all[p].name;
-                receive.category = parallel::OpCategory::fusion;
-                receive.phase = workload::Phase::forward;
-                receive.kept_for_backward = true;
-                receive.continuation = true;  // not an op of its own in op counts
-                receive.layer = all[i].layer;
-                receive.microbatch = all[i].microbatch;
-                receive.resource = resource;
-                receive.output_bytes = all[p].collective_bytes;
-                receive.saved_bytes = all[p].collective_bytes;
-                receive.output_saved = true;
-                const auto k = static_cast<int>(v.program.ops.size());
-                v.program.ops.push_back(std::move(receive));
-                v.costs.emplace_back();
-                v.timeline.spans.push_back(scheduler::Span{k, resource, span.start, span.start});
-                v.ops.push_back(p);
+        bool waits_for_stage = false;
+        for (int d : all[i].deps) {
+            const auto p = static_cast<std::size_t>(d);
+            if (permute[p] != 0) {
+                waits_for_stage = true;
+                if (permute[p] & kUnreceived) {
+                    permute[p] = kPermute;
+                    // Held from when its reader starts, like the stage's own layer outputs.
+                    parallel::DeviceOp& receive = v.program.ops.emplace_back();
+                    receive.name = all[p].name;
+                    receive.category = parallel::OpCategory::fusion;
+                    receive.phase = workload::Phase::forward;
+                    receive.kept_for_backward = true;
+                    receive.continuation = true;  // not an op of its own in op counts
+                    receive.layer = all[i].layer;
+                    receive.microbatch = all[i].microbatch;
+                    receive.resource = resource;
+                    receive.output_bytes = all[p].collective_bytes;
+                    receive.saved_bytes = all[p].collective_bytes;
+                    receive.output_saved = true;
+                    const auto k = static_cast<int>(v.program.ops.size()) - 1;
+                    v.costs.emplace_back();
+                    v.timeline.spans.push_back(scheduler::Span{k, resource, span.start, span.start});
+                    v.ops.push_back(p);
+                }
             }
         }
         const auto k = static_cast<int>(v.program.ops.size());
@@ -81,14 +93,12 @@ std::vector<StageView> stage_views(const parallel::DeviceProgram& program,
         op.resource = resource;
         if (op.comm_axis >= 0) op.comm_axis = axis_index[static_cast<std::size_t>(op.comm_axis)];
         if (op.source_op >= 0) op.source_op = op_index[static_cast<std::size_t>(op.source_op)];
-        bool waits_for_stage = false;
-        op.deps.clear();
-        for (int d : all[i].deps) {
-            const auto p = static_cast<std::size_t>(d);
-            waits_for_stage = waits_for_stage || all[p].category == parallel::OpCategory::collective_permute;
-            if (stage_of_resource[static_cast<std::size_t>(all[p].resource)] == static_cast<int>(s))
-                op.deps.push_back(op_index[p]);
-        }
+        // Its deps on its own stage, as view indices, in place of the program's.
+        int* kept = op.deps.begin();
+        for (int d : all[i].deps)
+            if (stage_of[static_cast<std::size_t>(d)] == stage)
+                *kept++ = op_index[static_cast<std::size_t>(d)];
+        op.deps.truncate(static_cast<std::size_t>(kept - op.deps.begin()));
         if (op.category == parallel::OpCategory::matmul || op.category == parallel::OpCategory::fusion) {
             core::Time& previous = previous_end[s];  // of the stage's previous compute op
             if (waits_for_stage && span.start > previous) v.pipeline_waits.emplace_back(previous, span.start);
@@ -103,10 +113,7 @@ std::vector<StageView> stage_views(const parallel::DeviceProgram& program,
         for (auto& op : views[s].program.ops) {
             if (op.release_op < 0) continue;
             const auto r = static_cast<std::size_t>(op.release_op);
-            op.release_op =
-                stage_of_resource[static_cast<std::size_t>(all[r].resource)] == static_cast<int>(s)
-                    ? op_index[r]
-                    : -1;
+            op.release_op = stage_of[r] == static_cast<int>(s) ? op_index[r] : -1;
         }
     for (std::size_t s = 0; s < stages; ++s) {
         StageView& v = views[s];

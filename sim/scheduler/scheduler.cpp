@@ -49,12 +49,9 @@ Dependencies build_dependencies(const parallel::DeviceProgram& program, bool syn
             }
         }
     }
-    auto resource_of = [&](std::size_t op) { return static_cast<std::size_t>(program.ops[op].resource); };
-    auto on_other_resource = [&](int from, std::size_t to) {
-        PODSIM_ASSERT(from >= 0 && static_cast<std::size_t>(from) < to,
-                      "dependency not earlier in program order");
-        return resource_of(static_cast<std::size_t>(from)) != resource_of(to);
-    };
+    // Each op's resource, read once: every dependency asks for its own.
+    std::vector<int> resource_of(n);
+    for (std::size_t i = 0; i < n; ++i) resource_of[i] = program.ops[i].resource;
     // An edge d -> t is also redundant when t, or an earlier op on t's resource, waits for an op
     // d' >= d on d's resource: each resource runs its ops one at a time in program order, so d'
     // ends no earlier than d, and t starts after that wait. This covers a backward op's
@@ -68,30 +65,35 @@ Dependencies build_dependencies(const parallel::DeviceProgram& program, bool syn
     std::vector<int> latest(resources, -1);
     std::vector<std::pair<int, int>> kept;  // (from, to): by target in program order, own deps first
     kept.reserve(n + extra.size());
+    // The op's dependencies on other resources, (dependency, its resource), own deps first: most of
+    // an op's deps are on its own resource, so the second pass reads only these.
+    std::vector<std::pair<int, int>> other;
     std::size_t extra_begin = 0;
     for (std::size_t i = 0; i < n; ++i) {
         std::size_t extra_end = extra_begin;  // extra edges come sorted by target
         while (extra_end < extra.size() && static_cast<std::size_t>(extra[extra_end].second) == i)
             ++extra_end;
-        auto for_each_dep = [&](auto&& f) {
-            for (int d : program.ops[i].deps)
-                if (on_other_resource(d, i)) f(d);
-            for (std::size_t e = extra_begin; e < extra_end; ++e)
-                if (on_other_resource(extra[e].first, i)) f(extra[e].first);
-        };
-        const std::size_t target = resource_of(i);
-        for_each_dep([&](int d) {
-            auto& l = latest[resource_of(static_cast<std::size_t>(d))];
+        const int target = resource_of[i];
+        other.clear();
+        auto note = [&](int d) {
+            PODSIM_ASSERT(d >= 0 && static_cast<std::size_t>(d) < i,
+                          "dependency not earlier in program order");
+            const int from = resource_of[static_cast<std::size_t>(d)];
+            if (from == target) return;
+            other.emplace_back(d, from);
+            auto& l = latest[static_cast<std::size_t>(from)];
             l = std::max(l, d);
-        });
-        for_each_dep([&](int d) {
-            const std::size_t from = resource_of(static_cast<std::size_t>(d));
-            if (latest[from] != d) return;  // a later one on the same resource, or already kept
-            auto& c = covered[target * resources + from];
+        };
+        for (int d : program.ops[i].deps) note(d);
+        for (std::size_t e = extra_begin; e < extra_end; ++e) note(extra[e].first);
+        for (const auto& [d, from] : other) {
+            auto& l = latest[static_cast<std::size_t>(from)];
+            if (l != d) continue;  // a later one on the same resource, or already kept
+            auto& c = covered[static_cast<std::size_t>(target) * resources + static_cast<std::size_t>(from)];
             if (c < d) kept.emplace_back(d, static_cast<int>(i));
             c = std::max(c, d);
-            latest[from] = -1;
-        });
+            l = -1;
+        }
         extra_begin = extra_end;
     }
     deps.pending.assign(n, 0);
