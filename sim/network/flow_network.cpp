@@ -25,13 +25,63 @@ FlowNetwork::Scratch::Scratch(std::size_t links)
 // to a few megabytes.
 constexpr std::size_t kMaxMemoEntries = 4096;
 
+// Trajectories hold a few points of a few dozen flows each (the whole 175B sweep records fewer than
+// 256 phases, 40,000 flow states); this bounds them to about 2.6 MB, as the rates.
+constexpr std::size_t kMaxTrajectoryValues = std::size_t{1} << 17;
+
 void FlowNetwork::Scratch::RateMemo::clear() {
     entries.clear();
     std::fill(slots.begin(), slots.end(), 0u);
+    trajectories.clear();
+    std::fill(trajectory_slots.begin(), trajectory_slots.end(), 0u);
+    trajectory_values = 0;
 }
 
 bool FlowNetwork::Scratch::RateMemo::full() const {
-    return entries.size() >= kMaxMemoEntries;
+    return entries.size() >= kMaxMemoEntries || trajectory_values >= kMaxTrajectoryValues;
+}
+
+std::size_t FlowNetwork::Scratch::RateMemo::Trajectory::flows_at(std::size_t point) const {
+    return (point + 1 < first.size() ? first[point + 1] : flow.size()) - first[point];
+}
+
+namespace {
+
+std::uint64_t phase_hash(const FlowPhase* phase) {
+    const auto address = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(phase));
+    return ((address ^ (address >> 17)) * 0x9e3779b97f4a7c15ull) >> 20;
+}
+
+}  // namespace
+
+int FlowNetwork::Scratch::RateMemo::trajectory(const FlowPhase* phase, const std::vector<double>* bandwidth) {
+    const std::uint64_t hash = phase_hash(phase);
+    if (!trajectory_slots.empty()) {
+        const std::size_t mask = trajectory_slots.size() - 1;
+        for (std::size_t s = hash & mask; trajectory_slots[s] != 0; s = (s + 1) & mask) {
+            const auto& t = trajectories[trajectory_slots[s] - 1];
+            if (t.phase == phase && t.bandwidth == bandwidth)
+                return static_cast<int>(trajectory_slots[s] - 1);
+        }
+    }
+    if (trajectories.size() >= kMaxMemoEntries || trajectory_values >= kMaxTrajectoryValues) return -1;
+    if (2 * (trajectories.size() + 1) > trajectory_slots.size()) {  // at most half full
+        trajectory_slots.assign(std::max<std::size_t>(64, 2 * trajectory_slots.size()), 0u);
+        const std::size_t mask = trajectory_slots.size() - 1;
+        for (std::size_t i = 0; i < trajectories.size(); ++i) {
+            std::size_t s = phase_hash(trajectories[i].phase) & mask;
+            while (trajectory_slots[s] != 0) s = (s + 1) & mask;
+            trajectory_slots[s] = static_cast<std::uint32_t>(i + 1);
+        }
+    }
+    const std::size_t mask = trajectory_slots.size() - 1;
+    std::size_t s = hash & mask;
+    while (trajectory_slots[s] != 0) s = (s + 1) & mask;
+    trajectories.emplace_back();
+    trajectories.back().phase = phase;
+    trajectories.back().bandwidth = bandwidth;
+    trajectory_slots[s] = static_cast<std::uint32_t>(trajectories.size());
+    return static_cast<int>(trajectories.size() - 1);
 }
 
 namespace {
@@ -138,9 +188,38 @@ void FlowNetwork::begin_phase(int slot) {
                            kLatencyBit | static_cast<std::uint64_t>(slot));
 }
 
+std::size_t FlowNetwork::active_flows() const {
+    if (trajectory_ >= 0 && !materialized_)
+        return scratch_->rates.trajectories[static_cast<std::size_t>(trajectory_)].flows_at(point_);
+    return flows_.size();
+}
+
 void FlowNetwork::inject_flows(int slot) {
     Transfer& t = transfers_[static_cast<std::size_t>(slot)];
     const FlowPhase& phase = (*t.phases)[t.phase];
+    if (trajectory_ >= 0) {  // another transfer's flows join: the trajectory ends here
+        if (!materialized_) materialize();
+        trajectory_ = -1;
+    } else if (flows_.empty() && reuse_rates_ && !count_link_bytes_ && scratch_->keep_rates) {
+        // On an idle network: replay the phase's trajectory, or record it. Only with a scratch whose
+        // owner clears it between networks, never while one runs.
+        trajectory_ = scratch_->rates.trajectory(&phase, bandwidth_);
+        if (trajectory_ >= 0) {
+            point_ = 0;
+            trajectory_slot_ = slot;
+            trajectory_start_ = engine_.now();
+            const auto& trajectory = scratch_->rates.trajectories[static_cast<std::size_t>(trajectory_)];
+            if (trajectory.points() > 0) {
+                last_update_ = engine_.now();
+                t.flows_left = static_cast<int>(trajectory.flows_at(0));
+                materialized_ = false;
+                ++generation_;
+                engine_.schedule_after(trajectory.next[0], *this, generation_);
+                return;
+            }
+            materialized_ = true;  // recorded as it runs
+        }
+    }
     advance_to(engine_.now());
     if (count_link_bytes_ && link_bytes_.empty()) link_bytes_.assign(bandwidth_->size(), 0.0);
     // Room for every flow of the phase at once, then the ones that carry bytes (five push_backs
@@ -169,10 +248,67 @@ void FlowNetwork::inject_flows(int slot) {
     rates_.resize(end);
     flow_keys_.resize(end);
     if (t.flows_left == 0) {
+        trajectory_ = -1;  // nothing to record: the phase has no flow
         finish_phase(slot);
         return;
     }
     reallocate();
+}
+
+void FlowNetwork::materialize() {
+    const auto& trajectory = scratch_->rates.trajectories[static_cast<std::size_t>(trajectory_)];
+    const std::size_t first = trajectory.first[point_];
+    const std::size_t n = trajectory.flows_at(point_);
+    flow_transfers_.assign(n, trajectory_slot_);
+    flows_.resize(n);
+    flow_keys_.resize(n);
+    for (std::size_t i = 0; i < n; ++i) {
+        flows_[i] = &trajectory.phase->flows[trajectory.flow[first + i]];
+        flow_keys_[i] = flow_key(*flows_[i]);
+    }
+    remaining_.assign(trajectory.remaining.begin() + static_cast<std::ptrdiff_t>(first),
+                      trajectory.remaining.begin() + static_cast<std::ptrdiff_t>(first + n));
+    rates_.assign(trajectory.rate.begin() + static_cast<std::ptrdiff_t>(first),
+                  trajectory.rate.begin() + static_cast<std::ptrdiff_t>(first + n));
+    last_update_ = trajectory_start_ + trajectory.at[point_];
+    materialized_ = true;
+}
+
+void FlowNetwork::record_point(core::Time delay) {
+    auto& memo = scratch_->rates;
+    auto& trajectory = memo.trajectories[static_cast<std::size_t>(trajectory_)];
+    // Another network may have recorded the same phase in step with this one: the same points.
+    if (trajectory.points() != point_) return;
+    const std::size_t n = flows_.size();
+    if (memo.trajectory_values + n > kMaxTrajectoryValues) {
+        trajectory_ = -1;  // the points so far stay valid
+        return;
+    }
+    memo.trajectory_values += n;
+    trajectory.at.push_back(engine_.now() - trajectory_start_);
+    trajectory.next.push_back(delay);
+    trajectory.first.push_back(static_cast<std::uint32_t>(trajectory.flow.size()));
+    const Flow* base = trajectory.phase->flows.data();
+    for (std::size_t i = 0; i < n; ++i)
+        trajectory.flow.push_back(static_cast<std::uint32_t>(flows_[i] - base));
+    trajectory.remaining.insert(trajectory.remaining.end(), remaining_.begin(), remaining_.end());
+    trajectory.rate.insert(trajectory.rate.end(), rates_.begin(), rates_.end());
+}
+
+void FlowNetwork::replay_event(core::Time now) {
+    const auto& trajectory = scratch_->rates.trajectories[static_cast<std::size_t>(trajectory_)];
+    PODSIM_ASSERT(now == trajectory_start_ + trajectory.at[point_], "a trajectory replayed out of step");
+    last_update_ = now;
+    const std::size_t n = trajectory.flows_at(point_);
+    transfers_[static_cast<std::size_t>(trajectory_slot_)].flows_left = static_cast<int>(n);
+    if (n == 0) {  // every flow arrived: the network is idle
+        trajectory_ = -1;
+        materialized_ = true;
+        finish_phase(trajectory_slot_);
+        return;
+    }
+    ++generation_;
+    engine_.schedule_after(trajectory.next[point_], *this, generation_);
 }
 
 void FlowNetwork::finish_phase(int slot) {
@@ -233,7 +369,9 @@ void FlowNetwork::schedule_next_arrival() {
     if (i < n) soonest = std::min(soonest, remaining[i] / rates[i]);
     soonest = std::min(soonest, soonest_odd);
     ++generation_;
-    engine_.schedule_after(core::from_seconds(soonest), *this, generation_);
+    const core::Time delay = core::from_seconds(soonest);
+    if (trajectory_ >= 0) record_point(delay);
+    engine_.schedule_after(delay, *this, generation_);
 }
 
 void FlowNetwork::solve_rates() {
@@ -312,6 +450,18 @@ void FlowNetwork::on_event(core::Time now, std::uint64_t tag) {
         return;
     }
     if (tag != generation_) return;  // superseded by a later reallocation
+    if (trajectory_ >= 0) {
+        ++point_;
+        if (!materialized_) {
+            if (point_ < scratch_->rates.trajectories[static_cast<std::size_t>(trajectory_)].points()) {
+                replay_event(now);
+                return;
+            }
+            --point_;  // the recording ends here: take its last state up, and record on
+            materialize();
+            ++point_;
+        }
+    }
     advance_to(now);
     finished_.clear();
     const std::size_t n = flows_.size();
@@ -341,7 +491,12 @@ void FlowNetwork::on_event(core::Time now, std::uint64_t tag) {
     remaining_.resize(kept);
     rates_.resize(kept);
     flow_keys_.resize(kept);
-    if (kept > 0) reallocate();
+    if (kept > 0) {
+        reallocate();
+    } else if (trajectory_ >= 0) {
+        record_point(0);  // the phase's end
+        trajectory_ = -1;
+    }
     // Finishing a phase may start the transfer's next phase or another transfer, never this loop.
     for (std::size_t i = 0; i < finished_.size(); ++i) finish_phase(finished_[i]);
 }
@@ -357,6 +512,16 @@ void FlowNetwork::snapshot(core::Time now, std::uint64_t tag_base, Snapshot& out
         out.transfers.begin(), out.transfers.end(),
         [](const Snapshot::TransferState& a, const Snapshot::TransferState& b) { return a.tag < b.tag; });
     out.active.clear();
+    if (trajectory_ >= 0 && !materialized_) {
+        const auto& trajectory = scratch_->rates.trajectories[static_cast<std::size_t>(trajectory_)];
+        const std::int64_t transfer = relative(transfers_[static_cast<std::size_t>(trajectory_slot_)].tag);
+        const std::size_t first = trajectory.first[point_];
+        for (std::size_t i = first; i < first + trajectory.flows_at(point_); ++i)
+            out.active.push_back(Snapshot::FlowState{transfer, &trajectory.phase->flows[trajectory.flow[i]],
+                                                     trajectory.remaining[i], trajectory.rate[i]});
+        out.since_update = now - last_update_;  // a replayed point has flows in flight
+        return;
+    }
     for (std::size_t i = 0; i < flows_.size(); ++i)
         out.active.push_back(
             Snapshot::FlowState{relative(transfers_[static_cast<std::size_t>(flow_transfers_[i])].tag),
@@ -381,6 +546,7 @@ void FlowNetwork::describe_tag(std::uint64_t tag, std::uint64_t tag_base,
 void FlowNetwork::jump(core::Time delta, std::uint64_t tag_delta,
                        const std::vector<double>& link_bytes_per_period, double periods) {
     last_update_ += delta;
+    trajectory_start_ += delta;
     for (Transfer& t : transfers_)
         if (t.in_use) t.tag += tag_delta;
     if (link_bytes_.empty() && !link_bytes_per_period.empty()) link_bytes_.assign(bandwidth_->size(), 0.0);

@@ -45,8 +45,31 @@ class FlowNetwork final : public core::EventHandler {
             };
             std::vector<Entry> entries;
             std::vector<std::uint32_t> slots;  // open addressing: entry index + 1, 0 when empty
+            // How a phase's flows ran when they started on an idle network and no other transfer
+            // started before they arrived (most phases of a step): the state after its start and
+            // after each completion check, as the network computed it. That run is a function of
+            // the phase and the bandwidths alone (the network sees only time differences, in
+            // integer picoseconds), so a later start of the phase on an idle network replays it
+            // event by event without touching its flows, and takes the recorded state up when
+            // another transfer starts or the recording ends. Keyed by phase address.
+            struct Trajectory {
+                const FlowPhase* phase = nullptr;
+                const std::vector<double>* bandwidth = nullptr;
+                std::vector<core::Time> at;           // per point: since the phase's flows started
+                std::vector<core::Time> next;         // per point: delay of its completion check
+                std::vector<std::uint32_t> first;     // per point: its range in the arrays below
+                std::vector<std::uint32_t> flow;      // active flows, as indices into phase->flows
+                std::vector<double> remaining, rate;  // bytes, bytes/s
+                std::size_t points() const { return at.size(); }
+                std::size_t flows_at(std::size_t point) const;
+            };
+            std::vector<Trajectory> trajectories;
+            std::vector<std::uint32_t> trajectory_slots;  // open addressing, as `slots`
+            std::size_t trajectory_values = 0;            // flows over all points, for the bound
             void clear();
             bool full() const;  // new sets are no longer remembered
+            // The trajectory of `phase` on `bandwidth`, made empty when new; -1 when none can be made.
+            int trajectory(const FlowPhase* phase, const std::vector<double>* bandwidth);
         };
         RateMemo rates;
         // Keep the memo when a network is built on this scratch: its owner then clears it whenever
@@ -74,7 +97,7 @@ class FlowNetwork final : public core::EventHandler {
     // Bytes each link carried so far (both for reports and tests); empty while a network with
     // borrowed bandwidths has carried nothing, and when it does not count them.
     const std::vector<double>& link_bytes() const { return link_bytes_; }
-    std::size_t active_flows() const { return flows_.size(); }
+    std::size_t active_flows() const;
 
     // The network's state as seen from `now`, with transfer tags relative to `tag_base`: two
     // snapshots that compare equal evolve alike (for a scheduler that detects a periodic steady state).
@@ -126,6 +149,11 @@ class FlowNetwork final : public core::EventHandler {
     void reallocate();
     void solve_rates();  // max-min rates of the active flows, into rates_
     void schedule_next_arrival();
+    // Replaying a recorded trajectory (Scratch::RateMemo::Trajectory): the active flows are those of
+    // its point `point_`, not in the arrays below until materialize() puts them there.
+    void materialize();
+    void record_point(core::Time delay);
+    void replay_event(core::Time now);
 
     core::Engine& engine_;
     std::vector<double> owned_bandwidth_;
@@ -147,6 +175,14 @@ class FlowNetwork final : public core::EventHandler {
     std::vector<int> finished_;             // transfers whose phase ended at the current event (reused)
     core::Time last_update_ = 0;
     std::uint64_t generation_ = 0;  // invalidates completion events scheduled before a reallocation
+    // The trajectory the active flows follow (-1: none): one phase started on an idle network, with
+    // no other transfer started since. Replayed while `materialized_` is false; recorded (appended
+    // to, in the arrays above) while it is true.
+    int trajectory_ = -1;
+    std::size_t point_ = 0;            // the trajectory's point the network is at
+    bool materialized_ = true;         // the arrays above hold the active flows
+    int trajectory_slot_ = -1;         // the transfer whose phase it is
+    core::Time trajectory_start_ = 0;  // when its flows started
 };
 
 }  // namespace podsim::network

@@ -1,5 +1,7 @@
 #include <doctest/doctest.h>
 
+#include <map>
+
 #include "collectives/closed_form.hpp"
 #include "config/load.hpp"
 #include "core/engine.hpp"
@@ -215,6 +217,84 @@ TEST_CASE("max-min rates reused for flows seen before are the rates the solver g
     // the same completion times.
     CHECK(run_pair(false) == std::make_pair(done.at[0], done.at[1]));
     CHECK(scratch.rates.entries.empty());
+}
+
+TEST_CASE("a phase replayed from its recorded run is the phase the network computes") {
+    // A network whose scratch outlives it records how each phase runs when it starts on an idle
+    // network, replays that when the phase starts on an idle network again, and takes the recorded
+    // state up when another transfer starts within it. After every event its state must be that of
+    // a network that computes every step (reuse_rates off): the same flows, bytes left and rates,
+    // the same pending events, and the same end times. The reduce-scatter starts at several offsets
+    // into the all-gather's replay: before its first flow, within its phases and after it.
+    const MappedCube cube({{"fsdp", 16}, {"tensor", 4}});
+    const auto& mapping = cube.mapping;
+    auto gather = collectives::plan_collective(cube.torus, CollectiveKind::all_gather, 256e6,
+                                               mapping[0].parts, 1e-6, 0.0);
+    auto scatter = collectives::plan_collective(cube.torus, CollectiveKind::reduce_scatter, 64e6,
+                                                mapping[0].parts, 1e-6, 0.0);
+    const auto bandwidth = network::effective_link_bandwidth(cube.torus, 1.0);
+    const core::Time apart = 1'000'000'000'000;  // 1 s: long after both finished
+    const std::vector<core::Time> offsets = {0, 500'000, 3'000'000, 20'000'000, 37'000'000, 90'000'000};
+    struct Done final : network::TransferListener {
+        std::map<std::uint64_t, core::Time> at;
+        void on_transfer_done(core::Time now, std::uint64_t tag) override { at[tag] = now; }
+    };
+    struct Starter final : core::EventHandler {
+        network::FlowNetwork* network = nullptr;
+        const collectives::CommPlan* plans[2] = {nullptr, nullptr};
+        Done done;
+        void on_event(core::Time, std::uint64_t tag) override {
+            network->start(plans[tag % 2]->phases, done, tag);
+        }
+    };
+    struct Run {
+        core::Engine engine;
+        network::FlowNetwork::Scratch scratch;
+        network::FlowNetwork network;
+        Starter starter;
+        static network::FlowNetwork::Scratch kept(std::size_t links, bool keep) {
+            network::FlowNetwork::Scratch scratch(links);
+            scratch.keep_rates = keep;  // as run::SimulationCache's: trajectories are recorded
+            return scratch;
+        }
+        Run(const std::vector<double>& bandwidth, bool reuse_rates)
+            : scratch(kept(bandwidth.size(), reuse_rates)),
+              network(engine, bandwidth, scratch, false, reuse_rates) {}
+    };
+    Run fast(bandwidth, true), exact(bandwidth, false);
+    for (Run* run : {&fast, &exact}) {
+        run->starter.network = &run->network;
+        run->starter.plans[0] = &gather;
+        run->starter.plans[1] = &scatter;
+        // The all-gather alone twice (recorded, then replayed), then with the reduce-scatter.
+        run->engine.schedule_at(0, run->starter, 0);
+        run->engine.schedule_at(apart, run->starter, 2);
+        for (std::size_t k = 0; k < offsets.size(); ++k) {
+            const core::Time at = static_cast<core::Time>(k + 2) * apart;
+            run->engine.schedule_at(at, run->starter, 4 + 2 * k);
+            run->engine.schedule_at(at + offsets[k], run->starter, 5 + 2 * k);
+        }
+    }
+    network::FlowNetwork::Snapshot fast_state, exact_state;
+    std::size_t events = 0;
+    while (fast.engine.step()) {
+        REQUIRE(exact.engine.step());
+        ++events;
+        REQUIRE(fast.engine.now() == exact.engine.now());
+        fast.network.snapshot(fast.engine.now(), 0, fast_state);
+        exact.network.snapshot(exact.engine.now(), 0, exact_state);
+        REQUIRE(fast_state == exact_state);
+        REQUIRE(fast.network.active_flows() == exact.network.active_flows());
+        REQUIRE(fast.engine.pending().size() == exact.engine.pending().size());
+    }
+    CHECK(!exact.engine.step());
+    CHECK(events == fast.engine.events_processed());
+    CHECK(fast.starter.done.at.size() == 2 + 2 * offsets.size());
+    CHECK(fast.starter.done.at == exact.starter.done.at);
+    // The second all-gather ran as the first: an idle network evolves the same wherever it starts.
+    CHECK(fast.starter.done.at[2] - apart == fast.starter.done.at[0]);
+    CHECK(!fast.scratch.rates.trajectories.empty());
+    CHECK(exact.scratch.rates.trajectories.empty());
 }
 
 TEST_CASE("split dimensions: two axes on one torus dimension share its links") {
