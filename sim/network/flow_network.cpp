@@ -47,29 +47,39 @@ std::size_t FlowNetwork::Scratch::RateMemo::Trajectory::flows_at(std::size_t poi
 
 namespace {
 
-std::uint64_t phase_hash(const FlowPhase* phase) {
-    const auto address = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(phase));
-    return ((address ^ (address >> 17)) * 0x9e3779b97f4a7c15ull) >> 20;
+std::uint64_t trajectory_hash(int parent, std::size_t parent_point, core::Time offset,
+                              const FlowPhase* phase) {
+    std::uint64_t h = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(phase));
+    for (std::uint64_t v : {static_cast<std::uint64_t>(parent), static_cast<std::uint64_t>(parent_point),
+                            static_cast<std::uint64_t>(offset)})
+        h = (h ^ (h >> 29) ^ v) * 0x9e3779b97f4a7c15ull;
+    return h ^ (h >> 32);
 }
 
 }  // namespace
 
-int FlowNetwork::Scratch::RateMemo::trajectory(const FlowPhase* phase, const std::vector<double>* bandwidth) {
-    const std::uint64_t hash = phase_hash(phase);
+int FlowNetwork::Scratch::RateMemo::trajectory(int parent, std::size_t parent_point, core::Time offset,
+                                               const FlowPhase* phase, const std::vector<double>* bandwidth) {
+    const std::uint64_t hash = trajectory_hash(parent, parent_point, offset, phase);
     if (!trajectory_slots.empty()) {
         const std::size_t mask = trajectory_slots.size() - 1;
         for (std::size_t s = hash & mask; trajectory_slots[s] != 0; s = (s + 1) & mask) {
             const auto& t = trajectories[trajectory_slots[s] - 1];
-            if (t.phase == phase && t.bandwidth == bandwidth)
+            if (t.phase == phase && t.parent == parent && t.parent_point == parent_point &&
+                t.offset == offset && t.bandwidth == bandwidth)
                 return static_cast<int>(trajectory_slots[s] - 1);
         }
     }
     if (trajectories.size() >= kMaxMemoEntries || trajectory_values >= kMaxTrajectoryValues) return -1;
+    const std::size_t transfers =
+        parent < 0 ? 1 : trajectories[static_cast<std::size_t>(parent)].transfers + 1;
+    if (transfers > 255) return -1;                                 // ordinals are bytes
     if (2 * (trajectories.size() + 1) > trajectory_slots.size()) {  // at most half full
         trajectory_slots.assign(std::max<std::size_t>(64, 2 * trajectory_slots.size()), 0u);
         const std::size_t mask = trajectory_slots.size() - 1;
         for (std::size_t i = 0; i < trajectories.size(); ++i) {
-            std::size_t s = phase_hash(trajectories[i].phase) & mask;
+            const auto& t = trajectories[i];
+            std::size_t s = trajectory_hash(t.parent, t.parent_point, t.offset, t.phase) & mask;
             while (trajectory_slots[s] != 0) s = (s + 1) & mask;
             trajectory_slots[s] = static_cast<std::uint32_t>(i + 1);
         }
@@ -77,9 +87,13 @@ int FlowNetwork::Scratch::RateMemo::trajectory(const FlowPhase* phase, const std
     const std::size_t mask = trajectory_slots.size() - 1;
     std::size_t s = hash & mask;
     while (trajectory_slots[s] != 0) s = (s + 1) & mask;
-    trajectories.emplace_back();
-    trajectories.back().phase = phase;
-    trajectories.back().bandwidth = bandwidth;
+    Trajectory& t = trajectories.emplace_back();
+    t.parent = parent;
+    t.parent_point = parent_point;
+    t.offset = offset;
+    t.phase = phase;
+    t.bandwidth = bandwidth;
+    t.transfers = transfers;
     trajectory_slots[s] = static_cast<std::uint32_t>(trajectories.size());
     return static_cast<int>(trajectories.size() - 1);
 }
@@ -197,28 +211,38 @@ std::size_t FlowNetwork::active_flows() const {
 void FlowNetwork::inject_flows(int slot) {
     Transfer& t = transfers_[static_cast<std::size_t>(slot)];
     const FlowPhase& phase = (*t.phases)[t.phase];
-    if (trajectory_ >= 0) {  // another transfer's flows join: the trajectory ends here
-        if (!materialized_) materialize();
-        trajectory_ = -1;
-    } else if (flows_.empty() && reuse_rates_ && !count_link_bytes_ && scratch_->keep_rates) {
-        // On an idle network: replay the phase's trajectory, or record it. Only with a scratch whose
-        // owner clears it between networks, never while one runs.
-        trajectory_ = scratch_->rates.trajectory(&phase, bandwidth_);
-        if (trajectory_ >= 0) {
+    const core::Time now = engine_.now();
+    // Only with a scratch whose owner clears it between networks, never while one runs.
+    if (trajectory_ >= 0 || (flows_.empty() && reuse_rates_ && !count_link_bytes_ && scratch_->keep_rates)) {
+        // From an idle network, or from a recorded state: follow the trajectory that starts here.
+        auto& memo = scratch_->rates;
+        const bool root = trajectory_ < 0;
+        const int next = root ? memo.trajectory(-1, 0, 0, &phase, bandwidth_)
+                              : memo.trajectory(trajectory_, point_, now - last_update_, &phase, bandwidth_);
+        if (root || next < 0) ordinal_slots_.clear();
+        if (next >= 0) ordinal_slots_.push_back(slot);
+        if (next >= 0 && memo.trajectories[static_cast<std::size_t>(next)].points() > 0) {
+            trajectory_ = next;
             point_ = 0;
-            trajectory_slot_ = slot;
-            trajectory_start_ = engine_.now();
-            const auto& trajectory = scratch_->rates.trajectories[static_cast<std::size_t>(trajectory_)];
-            if (trajectory.points() > 0) {
-                last_update_ = engine_.now();
-                t.flows_left = static_cast<int>(trajectory.flows_at(0));
-                materialized_ = false;
-                ++generation_;
-                engine_.schedule_after(trajectory.next[0], *this, generation_);
-                return;
-            }
-            materialized_ = true;  // recorded as it runs
+            trajectory_start_ = now;
+            last_update_ = now;
+            materialized_ = false;
+            flow_transfers_.clear();
+            flows_.clear();
+            remaining_.clear();
+            rates_.clear();
+            flow_keys_.clear();
+            const auto& trajectory = memo.trajectories[static_cast<std::size_t>(next)];
+            set_flows_left(trajectory);
+            ++generation_;
+            engine_.schedule_after(trajectory.next[0], *this, generation_);
+            return;
         }
+        if (!root && !materialized_) materialize();
+        trajectory_ = next;  // recorded as it runs, when there is room
+        point_ = 0;
+        trajectory_start_ = now;
+        materialized_ = true;
     }
     advance_to(engine_.now());
     if (count_link_bytes_ && link_bytes_.empty()) link_bytes_.assign(bandwidth_->size(), 0.0);
@@ -253,17 +277,26 @@ void FlowNetwork::inject_flows(int slot) {
         return;
     }
     reallocate();
+    if (trajectory_ >= 0) record_point(nullptr);
+}
+
+void FlowNetwork::set_flows_left(const Scratch::RateMemo::Trajectory& trajectory) {
+    // In order: a slot taken again by a later ordinal gets that one's count (an earlier one's is 0).
+    const std::uint32_t* left = trajectory.left.data() + point_ * trajectory.transfers;
+    for (std::size_t o = 0; o < trajectory.transfers; ++o)
+        transfers_[static_cast<std::size_t>(ordinal_slots_[o])].flows_left = static_cast<int>(left[o]);
 }
 
 void FlowNetwork::materialize() {
     const auto& trajectory = scratch_->rates.trajectories[static_cast<std::size_t>(trajectory_)];
     const std::size_t first = trajectory.first[point_];
     const std::size_t n = trajectory.flows_at(point_);
-    flow_transfers_.assign(n, trajectory_slot_);
+    flow_transfers_.resize(n);
     flows_.resize(n);
     flow_keys_.resize(n);
     for (std::size_t i = 0; i < n; ++i) {
-        flows_[i] = &trajectory.phase->flows[trajectory.flow[first + i]];
+        flow_transfers_[i] = ordinal_slots_[trajectory.transfer[first + i]];
+        flows_[i] = trajectory.flow[first + i];
         flow_keys_[i] = flow_key(*flows_[i]);
     }
     remaining_.assign(trajectory.remaining.begin() + static_cast<std::ptrdiff_t>(first),
@@ -274,10 +307,18 @@ void FlowNetwork::materialize() {
     materialized_ = true;
 }
 
-void FlowNetwork::record_point(core::Time delay) {
+std::uint8_t FlowNetwork::ordinal_of(int slot) const {
+    // A slot's flows in flight are its latest ordinal's (an earlier one's phase has ended).
+    std::size_t o = ordinal_slots_.size();
+    while (o > 0 && ordinal_slots_[o - 1] != slot) --o;
+    PODSIM_ASSERT(o > 0, "a flow of a transfer outside the trajectory");
+    return static_cast<std::uint8_t>(o - 1);
+}
+
+void FlowNetwork::record_point(const std::vector<int>* finished) {
     auto& memo = scratch_->rates;
     auto& trajectory = memo.trajectories[static_cast<std::size_t>(trajectory_)];
-    // Another network may have recorded the same phase in step with this one: the same points.
+    // Another network may have recorded the same trajectory in step with this one: the same points.
     if (trajectory.points() != point_) return;
     const std::size_t n = flows_.size();
     if (memo.trajectory_values + n > kMaxTrajectoryValues) {
@@ -286,29 +327,42 @@ void FlowNetwork::record_point(core::Time delay) {
     }
     memo.trajectory_values += n;
     trajectory.at.push_back(engine_.now() - trajectory_start_);
-    trajectory.next.push_back(delay);
+    trajectory.next.push_back(n > 0 ? last_delay_ : 0);
     trajectory.first.push_back(static_cast<std::uint32_t>(trajectory.flow.size()));
-    const Flow* base = trajectory.phase->flows.data();
-    for (std::size_t i = 0; i < n; ++i)
-        trajectory.flow.push_back(static_cast<std::uint32_t>(flows_[i] - base));
+    point_left_.assign(trajectory.transfers, 0);
+    for (std::size_t i = 0; i < n; ++i) {
+        const std::uint8_t o = ordinal_of(flow_transfers_[i]);
+        trajectory.flow.push_back(flows_[i]);
+        trajectory.transfer.push_back(o);
+        ++point_left_[o];
+    }
     trajectory.remaining.insert(trajectory.remaining.end(), remaining_.begin(), remaining_.end());
     trajectory.rate.insert(trajectory.rate.end(), rates_.begin(), rates_.end());
+    trajectory.left.insert(trajectory.left.end(), point_left_.begin(), point_left_.end());
+    trajectory.first_finished.push_back(static_cast<std::uint32_t>(trajectory.finished.size()));
+    if (finished)
+        for (int slot : *finished) trajectory.finished.push_back(ordinal_of(slot));
 }
 
 void FlowNetwork::replay_event(core::Time now) {
     const auto& trajectory = scratch_->rates.trajectories[static_cast<std::size_t>(trajectory_)];
     PODSIM_ASSERT(now == trajectory_start_ + trajectory.at[point_], "a trajectory replayed out of step");
     last_update_ = now;
-    const std::size_t n = trajectory.flows_at(point_);
-    transfers_[static_cast<std::size_t>(trajectory_slot_)].flows_left = static_cast<int>(n);
-    if (n == 0) {  // every flow arrived: the network is idle
+    set_flows_left(trajectory);
+    finished_.clear();
+    const std::size_t end =
+        point_ + 1 < trajectory.points() ? trajectory.first_finished[point_ + 1] : trajectory.finished.size();
+    for (std::size_t k = trajectory.first_finished[point_]; k < end; ++k)
+        finished_.push_back(ordinal_slots_[trajectory.finished[k]]);
+    // As on_event: the next completion check, then the ended phases' next steps.
+    if (trajectory.flows_at(point_) > 0) {
+        ++generation_;
+        engine_.schedule_after(trajectory.next[point_], *this, generation_);
+    } else {  // every flow arrived: the network is idle
         trajectory_ = -1;
         materialized_ = true;
-        finish_phase(trajectory_slot_);
-        return;
     }
-    ++generation_;
-    engine_.schedule_after(trajectory.next[point_], *this, generation_);
+    for (std::size_t i = 0; i < finished_.size(); ++i) finish_phase(finished_[i]);
 }
 
 void FlowNetwork::finish_phase(int slot) {
@@ -369,9 +423,8 @@ void FlowNetwork::schedule_next_arrival() {
     if (i < n) soonest = std::min(soonest, remaining[i] / rates[i]);
     soonest = std::min(soonest, soonest_odd);
     ++generation_;
-    const core::Time delay = core::from_seconds(soonest);
-    if (trajectory_ >= 0) record_point(delay);
-    engine_.schedule_after(delay, *this, generation_);
+    last_delay_ = core::from_seconds(soonest);
+    engine_.schedule_after(last_delay_, *this, generation_);
 }
 
 void FlowNetwork::solve_rates() {
@@ -491,11 +544,10 @@ void FlowNetwork::on_event(core::Time now, std::uint64_t tag) {
     remaining_.resize(kept);
     rates_.resize(kept);
     flow_keys_.resize(kept);
-    if (kept > 0) {
-        reallocate();
-    } else if (trajectory_ >= 0) {
-        record_point(0);  // the phase's end
-        trajectory_ = -1;
+    if (kept > 0) reallocate();
+    if (trajectory_ >= 0) {
+        record_point(&finished_);
+        if (kept == 0) trajectory_ = -1;  // idle
     }
     // Finishing a phase may start the transfer's next phase or another transfer, never this loop.
     for (std::size_t i = 0; i < finished_.size(); ++i) finish_phase(finished_[i]);
@@ -514,11 +566,12 @@ void FlowNetwork::snapshot(core::Time now, std::uint64_t tag_base, Snapshot& out
     out.active.clear();
     if (trajectory_ >= 0 && !materialized_) {
         const auto& trajectory = scratch_->rates.trajectories[static_cast<std::size_t>(trajectory_)];
-        const std::int64_t transfer = relative(transfers_[static_cast<std::size_t>(trajectory_slot_)].tag);
         const std::size_t first = trajectory.first[point_];
-        for (std::size_t i = first; i < first + trajectory.flows_at(point_); ++i)
-            out.active.push_back(Snapshot::FlowState{transfer, &trajectory.phase->flows[trajectory.flow[i]],
+        for (std::size_t i = first; i < first + trajectory.flows_at(point_); ++i) {
+            const auto slot = static_cast<std::size_t>(ordinal_slots_[trajectory.transfer[i]]);
+            out.active.push_back(Snapshot::FlowState{relative(transfers_[slot].tag), trajectory.flow[i],
                                                      trajectory.remaining[i], trajectory.rate[i]});
+        }
         out.since_update = now - last_update_;  // a replayed point has flows in flight
         return;
     }

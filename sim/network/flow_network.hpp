@@ -45,21 +45,31 @@ class FlowNetwork final : public core::EventHandler {
             };
             std::vector<Entry> entries;
             std::vector<std::uint32_t> slots;  // open addressing: entry index + 1, 0 when empty
-            // How a phase's flows ran when they started on an idle network and no other transfer
-            // started before they arrived (most phases of a step): the state after its start and
-            // after each completion check, as the network computed it. That run is a function of
-            // the phase and the bandwidths alone (the network sees only time differences, in
-            // integer picoseconds), so a later start of the phase on an idle network replays it
-            // event by event without touching its flows, and takes the recorded state up when
-            // another transfer starts or the recording ends. Keyed by phase address.
+            // How the network ran from a state it reached before, until the next transfer's flows
+            // joined: the state after each reallocation and completion check, as the network
+            // computed it. A root is a phase started on an idle network; a child, the state of its
+            // parent at one of its points, `offset` later, when the flows of `phase` joined. Such a
+            // run is a function of that key and the bandwidths alone (the network sees only time
+            // differences, in integer picoseconds), so a network that reaches the same state
+            // replays it event by event without touching its flows, and takes the recorded state
+            // up where the recording ends. Transfers are named by the order they joined in
+            // (ordinals), not by their slots.
             struct Trajectory {
+                int parent = -1;
+                std::size_t parent_point = 0;
+                core::Time offset = 0;
                 const FlowPhase* phase = nullptr;
                 const std::vector<double>* bandwidth = nullptr;
-                std::vector<core::Time> at;           // per point: since the phase's flows started
-                std::vector<core::Time> next;         // per point: delay of its completion check
-                std::vector<std::uint32_t> first;     // per point: its range in the arrays below
-                std::vector<std::uint32_t> flow;      // active flows, as indices into phase->flows
-                std::vector<double> remaining, rate;  // bytes, bytes/s
+                std::size_t transfers = 1;                  // ordinals: the parent's, and the one that joined
+                std::vector<core::Time> at;                 // per point: since the flows of `phase` joined
+                std::vector<core::Time> next;               // per point: delay of its completion check
+                std::vector<std::uint32_t> first;           // per point: its range in the four arrays below
+                std::vector<const Flow*> flow;              // active flows
+                std::vector<std::uint8_t> transfer;         // their transfers' ordinals
+                std::vector<double> remaining, rate;        // bytes, bytes/s
+                std::vector<std::uint32_t> left;            // per point and ordinal: flows in flight
+                std::vector<std::uint32_t> first_finished;  // per point: its range in `finished`
+                std::vector<std::uint8_t> finished;         // ordinals whose phase ended there, in order
                 std::size_t points() const { return at.size(); }
                 std::size_t flows_at(std::size_t point) const;
             };
@@ -68,8 +78,9 @@ class FlowNetwork final : public core::EventHandler {
             std::size_t trajectory_values = 0;            // flows over all points, for the bound
             void clear();
             bool full() const;  // new sets are no longer remembered
-            // The trajectory of `phase` on `bandwidth`, made empty when new; -1 when none can be made.
-            int trajectory(const FlowPhase* phase, const std::vector<double>* bandwidth);
+            // The trajectory with this key, made empty when new; -1 when none can be made.
+            int trajectory(int parent, std::size_t parent_point, core::Time offset, const FlowPhase* phase,
+                           const std::vector<double>* bandwidth);
         };
         RateMemo rates;
         // Keep the memo when a network is built on this scratch: its owner then clears it whenever
@@ -152,7 +163,9 @@ class FlowNetwork final : public core::EventHandler {
     // Replaying a recorded trajectory (Scratch::RateMemo::Trajectory): the active flows are those of
     // its point `point_`, not in the arrays below until materialize() puts them there.
     void materialize();
-    void record_point(core::Time delay);
+    void set_flows_left(const Scratch::RateMemo::Trajectory& trajectory);  // at point_
+    std::uint8_t ordinal_of(int slot) const;
+    void record_point(const std::vector<int>* finished);  // the state now, as point_
     void replay_event(core::Time now);
 
     core::Engine& engine_;
@@ -175,14 +188,16 @@ class FlowNetwork final : public core::EventHandler {
     std::vector<int> finished_;             // transfers whose phase ended at the current event (reused)
     core::Time last_update_ = 0;
     std::uint64_t generation_ = 0;  // invalidates completion events scheduled before a reallocation
-    // The trajectory the active flows follow (-1: none): one phase started on an idle network, with
-    // no other transfer started since. Replayed while `materialized_` is false; recorded (appended
-    // to, in the arrays above) while it is true.
+    // The trajectory the network follows (-1: none): reached from an idle network by phases whose
+    // states were all recorded. Replayed while `materialized_` is false; recorded (appended to,
+    // from the arrays above) while it is true.
     int trajectory_ = -1;
-    std::size_t point_ = 0;            // the trajectory's point the network is at
-    bool materialized_ = true;         // the arrays above hold the active flows
-    int trajectory_slot_ = -1;         // the transfer whose phase it is
-    core::Time trajectory_start_ = 0;  // when its flows started
+    std::size_t point_ = 0;                  // the trajectory's point the network is at
+    bool materialized_ = true;               // the arrays above hold the active flows
+    std::vector<int> ordinal_slots_;         // the slot of each of the trajectory's transfers
+    core::Time trajectory_start_ = 0;        // when its last transfer's flows joined
+    std::vector<std::uint32_t> point_left_;  // record_point's scratch
+    core::Time last_delay_ = 0;              // of the last completion check scheduled
 };
 
 }  // namespace podsim::network

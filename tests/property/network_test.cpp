@@ -266,13 +266,21 @@ TEST_CASE("a phase replayed from its recorded run is the phase the network compu
         run->starter.network = &run->network;
         run->starter.plans[0] = &gather;
         run->starter.plans[1] = &scatter;
-        // The all-gather alone twice (recorded, then replayed), then with the reduce-scatter.
+        // The all-gather alone twice (recorded, then replayed); then with the reduce-scatter, and
+        // with it and a second all-gather, twice (the runs from each state the transfers that join
+        // make are recorded, then replayed).
         run->engine.schedule_at(0, run->starter, 0);
         run->engine.schedule_at(apart, run->starter, 2);
-        for (std::size_t k = 0; k < offsets.size(); ++k) {
-            const core::Time at = static_cast<core::Time>(k + 2) * apart;
-            run->engine.schedule_at(at, run->starter, 4 + 2 * k);
-            run->engine.schedule_at(at + offsets[k], run->starter, 5 + 2 * k);
+        std::uint64_t tag = 4;
+        core::Time at = 2 * apart;
+        for (int round = 0; round < 2; ++round) {
+            for (core::Time offset : offsets) {
+                run->engine.schedule_at(at, run->starter, tag);
+                run->engine.schedule_at(at + offset, run->starter, tag + 1);
+                run->engine.schedule_at(at + 2 * offset + 1'000'000, run->starter, tag + 2);
+                tag += 4;  // even: an all-gather, odd: the reduce-scatter
+                at += apart;
+            }
         }
     }
     network::FlowNetwork::Snapshot fast_state, exact_state;
@@ -289,11 +297,14 @@ TEST_CASE("a phase replayed from its recorded run is the phase the network compu
     }
     CHECK(!exact.engine.step());
     CHECK(events == fast.engine.events_processed());
-    CHECK(fast.starter.done.at.size() == 2 + 2 * offsets.size());
+    CHECK(fast.starter.done.at.size() == 2 + 2 * 3 * offsets.size());
     CHECK(fast.starter.done.at == exact.starter.done.at);
     // The second all-gather ran as the first: an idle network evolves the same wherever it starts.
     CHECK(fast.starter.done.at[2] - apart == fast.starter.done.at[0]);
-    CHECK(!fast.scratch.rates.trajectories.empty());
+    std::size_t joined = 0;  // trajectories from a state a transfer joined
+    for (const auto& trajectory : fast.scratch.rates.trajectories) joined += trajectory.parent >= 0 ? 1 : 0;
+    CHECK(joined > offsets.size());
+    CHECK(joined < fast.scratch.rates.trajectories.size());
     CHECK(exact.scratch.rates.trajectories.empty());
 }
 
