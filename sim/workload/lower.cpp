@@ -61,7 +61,8 @@ class Lowering {
           a_(static_cast<int>(core::dtype_bytes(training.dtype))),
           p_(static_cast<int>(core::dtype_bytes(training.param_dtype))),
           r_(model, training),
-          recomputed_(model, training, false) {
+          recomputed_(model, training, false),
+          outside_loop_(model, training, true) {
         // Batch extents count per sample (Extent): batch(1) is one sequence (or image) and
         // batch(S_) its tokens, so the graph serves every batch.
         S_ = model.tokens_per_sample(training.seq_len);
@@ -670,9 +671,9 @@ class Lowering {
     }
 
     // A normalisation: its internals, and its output, which the next dots' backward reads.
-    Values norm_values() const {
+    Values norm_values(bool in_loop = true) const {
         Values v;
-        v.residuals = r_.norm();
+        v.residuals = in_loop ? r_.norm() : outside_loop_.norm();
         v.recomputed = recomputed_.rebuilt_norm();
         v.output = {r_.tokens(none(m_.d_model), a_)};
         v.output_read = true;
@@ -782,7 +783,7 @@ class Lowering {
         if (m_.is_vit()) {
             Op norm = fusion("final_norm", -1, {act({batch(1), none(d)})}, {act({batch(1), none(d)})});
             norm.param_group = group;
-            int n = forward(std::move(norm), {x}, norm_values());
+            int n = forward(std::move(norm), {x}, norm_values(false));
             save_all(static_cast<int>(forwards_.size()) - 1);
             Op head = weight_matmul("classifier", -1, group, batch(1), none(d), none(m_.num_classes));
             Values head_values;
@@ -799,7 +800,7 @@ class Lowering {
         }
         Op norm = fusion("final_norm", -1, {act({batch(S_), none(d)})}, {act({batch(S_), none(d)})});
         norm.param_group = group;
-        int n = forward(std::move(norm), {x}, norm_values());
+        int n = forward(std::move(norm), {x}, norm_values(false));
         save_all(static_cast<int>(forwards_.size()) - 1);
         int lm_group = m_.tied_embeddings ? embedding_group() : group;
         Op head = weight_matmul("lm_head", -1, lm_group, batch(S_), none(d), tensor(m_.vocab));
@@ -1036,6 +1037,9 @@ class Lowering {
     // What a recompute copy keeps until its backward: JAX's rules whether or not the layers are
     // scanned (its backward follows at once, as in a scanned body).
     Residuals recomputed_;
+    // What an op outside the layers' loop and outside remat keeps (the final norm): XLA's fusion
+    // decides what is written, as in an unrolled program (docs/model.md, "Residuals").
+    Residuals outside_loop_;
     I S_ = 0;  // tokens per sample
     OpGraph g_;
     std::vector<Forward> forwards_;
