@@ -49,9 +49,10 @@ TEST_CASE("memory against XLA's own numbers for the same compiled steps") {
     // q, k and v to the host, the host memory within 5 % as well. 14 are Llama-style decoders; 25
     // more (GPT-2 XL and 2B, ViT-B/16, bigger batches, offload; gpu.jsonl and gpu-families.jsonl)
     // were made later with the same script (tests/data/xla-truth/README.md), and 18 after those
-    // (gpu-more.jsonl: the remaining policies, 8192 tokens, batch 64 and 1024), one of which did not fit.
+    // (gpu-more.jsonl: the remaining policies, 8192 tokens, batch 64 and 1024), one of which did not fit,
+    // and 8 with GeGLU and ReLU MLPs (gpu-act.jsonl).
     auto cases = podsim::config::load_validation_suite(podsim::test::source_path("tests/validation/xla"));
-    REQUIRE(cases.size() == 57);
+    REQUIRE(cases.size() == 65);
     auto results = podsim::profile::evaluate_suite(cases);
     check(results);
     int oom = 0;
