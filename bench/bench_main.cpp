@@ -43,7 +43,14 @@ double time_median(int repeats, F&& body) {
     return median(samples);
 }
 
-void bench_config(const std::string& label, const std::string& relative, int repeats) {
+// `podsim_bench TEXT` runs only the cases whose label contains TEXT (and no RSS line).
+bool selected(const std::string& label, const std::string& filter) {
+    return label.find(filter) != std::string::npos;
+}
+
+void bench_config(const std::string& label, const std::string& relative, int repeats,
+                  const std::string& filter) {
+    if (!selected(label, filter)) return;
     const std::string path = std::string(PODSIM_SOURCE_DIR) + "/" + relative;
     const std::string command = std::string(PODSIM_BINARY) + " run " + path + " --format json > /dev/null";
     double process = time_median(repeats, [&] {
@@ -62,7 +69,8 @@ void bench_config(const std::string& label, const std::string& relative, int rep
                sim.report.step_time_s, 100.0 * sim.report.mfu);
 }
 
-void bench_pod_all_gather() {
+void bench_pod_all_gather(const std::string& filter) {
+    if (!selected("all-gather, full 16x16x16 v4 pod (4096 chips)", filter)) return;
     podsim::run::CollectiveRequest r;
     r.topology =
         podsim::config::load_topology_file(std::string(PODSIM_SOURCE_DIR) + "/topologies/tpu-v4.yaml");
@@ -77,7 +85,8 @@ void bench_pod_all_gather() {
                result.plan.phases.size(), "", result.time_s * 1e3);
 }
 
-void bench_sweep(const std::string& label, const std::string& relative) {
+void bench_sweep(const std::string& label, const std::string& relative, const std::string& filter) {
+    if (!selected("sweep: " + label, filter)) return;
     const std::string file = std::string(PODSIM_SOURCE_DIR) + "/" + relative;
     auto plan = podsim::config::SweepPlan::load(file);
     for (int jobs : {1, 2}) {
@@ -94,7 +103,9 @@ void bench_sweep(const std::string& label, const std::string& relative) {
 // A compiled XLA module read (gunzipped and parsed), lowered and simulated: what `podsim run
 // MODULE` does, in this process. Its speed targets: an unrolled step within 1 s, a scanned
 // one within 100 ms.
-void bench_module(const std::string& label, const std::string& relative, int repeats, double bound_s) {
+void bench_module(const std::string& label, const std::string& relative, int repeats, double bound_s,
+                  const std::string& filter) {
+    if (!selected(label, filter)) return;
     podsim::run::ModuleRunRequest request;
     request.path = std::string(PODSIM_SOURCE_DIR) + "/" + relative;
     request.topology = "nvidia-h200";
@@ -145,34 +156,35 @@ std::string rss_line() {
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+    const std::string filter = argc > 1 ? argv[1] : "";
     fmt::print(
         "podsim benchmarks (median wall time; process = `podsim run --format json`, whole process)\n\n");
     // First, while this process is small: a child spawned from it starts with this process's peak
     // resident memory as its own (Linux keeps the high-water mark across exec).
-    const std::string rss = rss_line();
+    const std::string rss = filter.empty() ? rss_line() : std::string();
     // Simulate in this process as `podsim run` does (core/process_heap.hpp); the sweeps below run in
     // worker threads, as in `podsim sweep`, which the huge pages do not reach.
     podsim::core::configure_process_heap(/*huge_pages=*/true);
     fmt::print("{:<44} {:>12} {:>12} {:>12} {:>8} {:>9}\n", "case", "process", "load config", "simulate",
                "ops", "events");
-    bench_config("default (GPT-2 2B FSDP, v4-8, 4 chips)", "configs/default.yaml", 21);
-    bench_config("GPT-2 128B FSDP, 4x8x8 (256 chips)", "configs/gpt2-128b-fsdp-v4-512.yaml", 11);
-    bench_config("MaxText 22B FSDP, 4x4x4 (64 chips)", "configs/maxtext-22b-fsdp-v4-128.yaml", 11);
-    bench_config("PaLM 540B, 2 x 3072 chips (6144)", "configs/palm-540b-2x3072.yaml", 5);
+    bench_config("default (GPT-2 2B FSDP, v4-8, 4 chips)", "configs/default.yaml", 21, filter);
+    bench_config("GPT-2 128B FSDP, 4x8x8 (256 chips)", "configs/gpt2-128b-fsdp-v4-512.yaml", 11, filter);
+    bench_config("MaxText 22B FSDP, 4x4x4 (64 chips)", "configs/maxtext-22b-fsdp-v4-128.yaml", 11, filter);
+    bench_config("PaLM 540B, 2 x 3072 chips (6144)", "configs/palm-540b-2x3072.yaml", 5, filter);
     bench_config("GPT-3 175B, 16x16x16, data 8 x fsdp 64 x tensor 8, 8 mb",
-                 "bench/configs/gpt3-175b-16x16x16-mb8.yaml", 5);
+                 "bench/configs/gpt3-175b-16x16x16-mb8.yaml", 5, filter);
     bench_config("Mixtral 8x7B dropless, v6e 16x16, fsdp 64 x expert 4",
-                 "configs/mixtral-8x7b-ep4-v6e-256.yaml", 11);
+                 "configs/mixtral-8x7b-ep4-v6e-256.yaml", 11, filter);
     bench_config("Llama 3 8B, 4x4x4, 4 pipeline stages x fsdp 16", "configs/llama3-8b-pipeline-v4-128.yaml",
-                 11);
-    bench_pod_all_gather();
+                 11, filter);
+    bench_pod_all_gather(filter);
     bench_module("XLA module, Llama 1B unrolled (read+simulate)",
-                 "tests/data/xla-truth/hlo/1b-b8-minimal-dot-unrolled.hlo.txt.gz", 5, 1.0);
+                 "tests/data/xla-truth/hlo/1b-b8-minimal-dot-unrolled.hlo.txt.gz", 5, 1.0, filter);
     bench_module("XLA module, Llama 1B scanned (read+simulate)",
-                 "tests/data/xla-truth/hlo/1b-b8-minimal-dot.hlo.txt.gz", 11, 0.1);
-    bench_sweep("GPT-2 small to 2B, v4-8 to 4x8x8", "tests/data/sweeps/large.yaml");
-    bench_sweep("GPT-3 175B on v4, 128 to 4096 chips", "configs/sweeps/gpt3-175b-v4.yaml");
+                 "tests/data/xla-truth/hlo/1b-b8-minimal-dot.hlo.txt.gz", 11, 0.1, filter);
+    bench_sweep("GPT-2 small to 2B, v4-8 to 4x8x8", "tests/data/sweeps/large.yaml", filter);
+    bench_sweep("GPT-3 175B on v4, 128 to 4096 chips", "configs/sweeps/gpt3-175b-v4.yaml", filter);
     fmt::print("\npeak resident memory of this process: {:.0f} MiB\n",
                static_cast<double>(peak_rss_kib()) / 1024.0);
     fmt::print("{}", rss);

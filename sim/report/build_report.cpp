@@ -124,6 +124,28 @@ double model_flops_per_step(const workload::ModelSpec& model, const workload::Tr
     return flops;
 }
 
+MemoryReport memory_report(const memory::MemoryProfile& m, const parallel::DeviceProgram& program) {
+    MemoryReport r;
+    r.peak_bytes = m.peak_bytes;
+    r.capacity_bytes = m.capacity_bytes;
+    r.fits = m.fits;
+    r.overflow_bytes = m.overflow_bytes;
+    r.hbm_bytes = m.hbm_bytes;
+    r.margin_bytes = m.capacity_bytes - m.peak_bytes;
+    r.host_offload_bytes = m.host_offload_bytes;
+    r.params_bytes = m.at_peak.params;
+    r.grads_bytes = m.at_peak.grads;
+    r.optimizer_bytes = m.at_peak.optimizer;
+    r.activations_bytes = m.at_peak.activations;
+    r.gathered_weights_bytes = m.at_peak.gathered_weights;
+    r.collective_buffers_bytes = m.at_peak.collective_buffers;
+    r.temporaries_bytes = m.at_peak.temporaries;
+    r.peak_op =
+        m.peak_op >= 0 ? std::string(program.ops[static_cast<std::size_t>(m.peak_op)].name) : std::string();
+    r.peak_time_s = core::to_seconds(m.peak_time);
+    return r;
+}
+
 RunReport build_report(const ReportInput& in) {
     const auto& ops = in.program.ops;
     const auto& spans = in.timeline.spans;
@@ -171,24 +193,7 @@ RunReport build_report(const ReportInput& in) {
     r.hfu = capacity > 0 ? r.hardware_flops_per_step / capacity : 0.0;
     r.mfu_convention = in.mfu_attention ? "6N+attention" : "6N";
 
-    const auto& m = in.memory;
-    r.memory.peak_bytes = m.peak_bytes;
-    r.memory.capacity_bytes = m.capacity_bytes;
-    r.memory.fits = m.fits;
-    r.memory.overflow_bytes = m.overflow_bytes;
-    r.memory.hbm_bytes = m.hbm_bytes;
-    r.memory.margin_bytes = m.capacity_bytes - m.peak_bytes;
-    r.memory.host_offload_bytes = m.host_offload_bytes;
-    r.memory.params_bytes = m.at_peak.params;
-    r.memory.grads_bytes = m.at_peak.grads;
-    r.memory.optimizer_bytes = m.at_peak.optimizer;
-    r.memory.activations_bytes = m.at_peak.activations;
-    r.memory.gathered_weights_bytes = m.at_peak.gathered_weights;
-    r.memory.collective_buffers_bytes = m.at_peak.collective_buffers;
-    r.memory.temporaries_bytes = m.at_peak.temporaries;
-    r.memory.peak_op =
-        m.peak_op >= 0 ? std::string(ops[static_cast<std::size_t>(m.peak_op)].name) : std::string();
-    r.memory.peak_time_s = core::to_seconds(m.peak_time);
+    r.memory = memory_report(in.memory, in.program);
     r.host_peak_bytes = in.host.peak_bytes;
     r.host_capacity_bytes = in.host.capacity_bytes;
     r.host_fits = in.host.fits;

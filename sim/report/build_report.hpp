@@ -48,5 +48,7 @@ double model_flops_per_step(const workload::ModelSpec& model, const workload::Tr
                             bool with_attention);
 
 RunReport build_report(const ReportInput& input);
+// build_report's memory section, of a profile of `program`.
+MemoryReport memory_report(const memory::MemoryProfile& memory, const parallel::DeviceProgram& program);
 
 }  // namespace podsim::report

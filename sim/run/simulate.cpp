@@ -180,8 +180,9 @@ void finish_stages(const RunSpec& spec, const parallel::RuntimeSpec& runtime, Si
     sim.report = report_of(views[static_cast<std::size_t>(time_stage)],
                            profiles[static_cast<std::size_t>(time_stage)]);
     const auto m = static_cast<std::size_t>(memory_stage);
-    if (memory_stage != time_stage) sim.report.memory = report_of(views[m], profiles[m]).memory;
-    sim.memory = profiles[m];
+    if (memory_stage != time_stage) sim.report.memory = report::memory_report(profiles[m], views[m].program);
+    for (const auto& profile : profiles) sim.report.stage_peak_bytes.push_back(profile.peak_bytes);
+    sim.memory = std::move(profiles[m]);
     // Every stage's matmuls, each on its share of the chips.
     double executed = 0.0;
     for (const auto& op : sim.program.ops) executed += op.flops;
@@ -200,7 +201,6 @@ void finish_stages(const RunSpec& spec, const parallel::RuntimeSpec& runtime, Si
     sim.report.pipeline_bubble_closed_form = pp.bubble_fraction();
     sim.report.time_stage = time_stage;
     sim.report.memory_stage = memory_stage;
-    for (const auto& profile : profiles) sim.report.stage_peak_bytes.push_back(profile.peak_bytes);
 }
 
 // Host RAM when the model is created, for a device holding `params_per_device_bytes` of parameters.

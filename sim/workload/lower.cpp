@@ -229,7 +229,14 @@ class Lowering {
             Op patch = weight_matmul("patch_embed", -1, embedding_group(), batch(m_.patches()),
                                      none(patch_in), none(d));
             patch.backward = BackwardKind::no_input_gradient;
-            Values pv;  // its backward reads the image patches (an input) and the cast weight
+            // Its weight gradient reads the images in patch layout, a transposed copy of the input
+            // batch, and the cast weight; the images themselves are an argument of the step, live
+            // throughout. Both are [B, patches, c·p·p] in the compute dtype (fixture vit-b1024-full-dot:
+            // tokens.1 bf16[1024,224,224,3] and loop_transpose_fusion.7 bf16[1024,14,14,16,16,3] are
+            // live at XLA's peak in the layers' backward).
+            Values pv;
+            const Tensor patches = act({batch(m_.patches()), none(patch_in)});
+            pv.residuals = {patches, patches};
             pv.casts = r_.weight_cast({none(patch_in), Extent{d, Shard::param}});
             int p = forward(std::move(patch), {}, std::move(pv));
             save_all(static_cast<int>(forwards_.size()) - 1);
