@@ -129,7 +129,7 @@ std::string whole_run_comparison_json(const WholeRunComparison& c) {
     j["rows"] = rows;
     j["predicted_pt_xla_debug"] = c.predicted_debug;
     j["notes"] = c.notes;
-    return j.dump(2) + "\n";
+    return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 }  // namespace podsim::profile

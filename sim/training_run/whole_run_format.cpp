@@ -147,7 +147,7 @@ std::string whole_run_json(const WholeRun& w) {
         j["pt_xla_debug_lines"] = w.debug_line_count;
         j["pt_xla_debug_last"] = w.last_debug_lines;
     }
-    return j.dump(2) + "\n";
+    return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 std::string metrics_report(const WholeRun& w) {
@@ -202,7 +202,7 @@ std::string whole_run_trace(const WholeRun& w) {
         previous = s.end;
     }
     nlohmann::json trace = {{"traceEvents", events}, {"displayTimeUnit", "ms"}};
-    return trace.dump() + "\n";
+    return trace.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 }  // namespace podsim::training_run
