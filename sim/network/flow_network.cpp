@@ -29,6 +29,28 @@ constexpr std::size_t kMaxMemoEntries = 4096;
 // 256 phases, 40,000 flow states); this bounds them to about 2.6 MB, as the rates.
 constexpr std::size_t kMaxTrajectoryValues = std::size_t{1} << 17;
 
+namespace {
+
+// Open addressing over `slots` (an entry's index + 1; 0 when empty), as the rate memo and the
+// trajectories use it.
+void place(std::vector<std::uint32_t>& slots, std::uint64_t hash, std::size_t index) {
+    const std::size_t mask = slots.size() - 1;
+    std::size_t s = hash & mask;
+    while (slots[s] != 0) s = (s + 1) & mask;
+    slots[s] = static_cast<std::uint32_t>(index + 1);
+}
+
+// Room for one entry more than `entries`: the table is kept at most half full, and when it grows
+// every entry i is placed again by hash_of(i).
+template <class HashOf>
+void make_room(std::vector<std::uint32_t>& slots, std::size_t entries, HashOf hash_of) {
+    if (2 * (entries + 1) <= slots.size()) return;
+    slots.assign(std::max<std::size_t>(64, 2 * slots.size()), 0u);
+    for (std::size_t i = 0; i < entries; ++i) place(slots, hash_of(i), i);
+}
+
+}  // namespace
+
 void FlowNetwork::Scratch::RateMemo::clear() {
     entries.clear();
     std::fill(slots.begin(), slots.end(), 0u);
@@ -73,20 +95,12 @@ int FlowNetwork::Scratch::RateMemo::trajectory(int parent, std::size_t parent_po
     if (trajectories.size() >= kMaxMemoEntries || trajectory_values >= kMaxTrajectoryValues) return -1;
     const std::size_t transfers =
         parent < 0 ? 1 : trajectories[static_cast<std::size_t>(parent)].transfers + 1;
-    if (transfers > 255) return -1;                                 // ordinals are bytes
-    if (2 * (trajectories.size() + 1) > trajectory_slots.size()) {  // at most half full
-        trajectory_slots.assign(std::max<std::size_t>(64, 2 * trajectory_slots.size()), 0u);
-        const std::size_t mask = trajectory_slots.size() - 1;
-        for (std::size_t i = 0; i < trajectories.size(); ++i) {
-            const auto& t = trajectories[i];
-            std::size_t s = trajectory_hash(t.parent, t.parent_point, t.offset, t.phase) & mask;
-            while (trajectory_slots[s] != 0) s = (s + 1) & mask;
-            trajectory_slots[s] = static_cast<std::uint32_t>(i + 1);
-        }
-    }
-    const std::size_t mask = trajectory_slots.size() - 1;
-    std::size_t s = hash & mask;
-    while (trajectory_slots[s] != 0) s = (s + 1) & mask;
+    if (transfers > 255) return -1;  // ordinals are bytes
+    make_room(trajectory_slots, trajectories.size(), [&](std::size_t i) {
+        const auto& t = trajectories[i];
+        return trajectory_hash(t.parent, t.parent_point, t.offset, t.phase);
+    });
+    place(trajectory_slots, hash, trajectories.size());
     Trajectory& t = trajectories.emplace_back();
     t.parent = parent;
     t.parent_point = parent_point;
@@ -94,7 +108,6 @@ int FlowNetwork::Scratch::RateMemo::trajectory(int parent, std::size_t parent_po
     t.phase = phase;
     t.bandwidth = bandwidth;
     t.transfers = transfers;
-    trajectory_slots[s] = static_cast<std::uint32_t>(trajectories.size());
     return static_cast<int>(trajectories.size() - 1);
 }
 
@@ -139,20 +152,9 @@ void memo_insert(FlowNetwork::Scratch::RateMemo& memo, std::uint64_t hash,
                  const std::vector<double>* bandwidth, const std::vector<std::uint64_t>& flows,
                  std::vector<double> rates) {
     if (memo.entries.size() >= kMaxMemoEntries) return;
-    if (2 * (memo.entries.size() + 1) > memo.slots.size()) {  // keep the table at most half full
-        memo.slots.assign(std::max<std::size_t>(64, 2 * memo.slots.size()), 0u);
-        const std::size_t mask = memo.slots.size() - 1;
-        for (std::size_t i = 0; i < memo.entries.size(); ++i) {
-            std::size_t s = memo.entries[i].hash & mask;
-            while (memo.slots[s] != 0) s = (s + 1) & mask;
-            memo.slots[s] = static_cast<std::uint32_t>(i + 1);
-        }
-    }
-    const std::size_t mask = memo.slots.size() - 1;
-    std::size_t s = hash & mask;
-    while (memo.slots[s] != 0) s = (s + 1) & mask;
+    make_room(memo.slots, memo.entries.size(), [&](std::size_t i) { return memo.entries[i].hash; });
+    place(memo.slots, hash, memo.entries.size());
     memo.entries.push_back({hash, bandwidth, flows, std::move(rates)});
-    memo.slots[s] = static_cast<std::uint32_t>(memo.entries.size());
 }
 
 }  // namespace
