@@ -29,7 +29,9 @@ std::vector<SemanticError> semantic_errors(const RunSpec& spec) {
 namespace {
 
 // Equal as the keys of a std::map compare them.
-bool same_bytes(double a, double b) { return !(a < b) && !(b < a); }
+bool same_bytes(double a, double b) {
+    return !(a < b) && !(b < a);
+}
 
 // Fills sim.plans and sim.plan_of_op from `memo`, the network plan of the same partitioned step at
 // another batch, when that gives what planning afresh would: every op of a plan still has the same
@@ -67,9 +69,9 @@ bool replan(NetworkMemo& memo, Simulation& sim, SimulationCache& cache, const Si
     for (std::size_t s = 0; s < n; ++s) {
         if (same_bytes(bytes[s], memo.slots[s].bytes)) continue;
         const auto& axis = sim.program.comm_axes[static_cast<std::size_t>(memo.slots[s].comm_axis)];
-        std::shared_ptr<const CachedPlan> plan =
-            cache.plan(sim.torus, static_cast<collectives::CollectiveKind>(memo.slots[s].kind), bytes[s],
-                       axis.parts, memo.hop_latency, memo.launch_overhead, memo.link_efficiency, options.link_bytes);
+        std::shared_ptr<const CachedPlan> plan = cache.plan(
+            sim.torus, static_cast<collectives::CollectiveKind>(memo.slots[s].kind), bytes[s], axis.parts,
+            memo.hop_latency, memo.launch_overhead, memo.link_efficiency, options.link_bytes);
         same_links = same_links && plan->plan.links == memo.plans[s]->plan.links;
         memo.plans[s] = std::move(plan);
         memo.slots[s].bytes = bytes[s];
@@ -121,8 +123,11 @@ scheduler::NetworkInput plan_network(const NetworkPlace& place, Simulation& sim,
             auto [it, inserted] = index.try_emplace(key, static_cast<int>(sim.plans.size()));
             if (inserted) {
                 sim.plans.push_back(cache.plan(sim.torus, op.collective, op.collective_bytes, axis.parts,
-                                               hop_latency, launch_overhead, link_efficiency, options.link_bytes));
-                if (memo) memo->slots.push_back({op.comm_axis, static_cast<int>(op.collective), op.collective_bytes});
+                                               hop_latency, launch_overhead, link_efficiency,
+                                               options.link_bytes));
+                if (memo)
+                    memo->slots.push_back(
+                        {op.comm_axis, static_cast<int>(op.collective), op.collective_bytes});
             }
             sim.plan_of_op[i] = it->second;
             if (memo) memo->collective_ops.push_back(static_cast<int>(i));
@@ -152,7 +157,8 @@ scheduler::NetworkInput plan_network(const NetworkPlace& place, Simulation& sim,
             if (!options.exact) {
                 input.alone_of_op.assign(ops.size(), nullptr);
                 for (std::size_t i = 0; i < ops.size(); ++i) {
-                    if (sim.plan_of_op[i] >= 0 && classes.alone[static_cast<std::size_t>(input.network_of_op[i])])
+                    if (sim.plan_of_op[i] >= 0 &&
+                        classes.alone[static_cast<std::size_t>(input.network_of_op[i])])
                         input.alone_of_op[i] = &sim.plans[static_cast<std::size_t>(sim.plan_of_op[i])]->alone;
                 }
             }
@@ -217,9 +223,8 @@ Simulation schedule_step(const RunSpec& spec, const parallel::RuntimeSpec& runti
     cost::CostModel model(cost::CostContext{spec.topology, runtime, spec.calibration, spec.training.dtype,
                                             spec.model.attention_dropout > 0.0, spec.slices});
     sim.costs = model.cost_all(sim.program);
-    scheduler::NetworkInput network =
-        plan_network({spec.topology, spec.slice, spec.twisted_torus, spec.calibration}, sim, cache, options,
-                     network_memo);
+    scheduler::NetworkInput network = plan_network(
+        {spec.topology, spec.slice, spec.twisted_torus, spec.calibration}, sim, cache, options, network_memo);
     try {
         sim.timeline = scheduler::schedule(
             sim.program, sim.costs, runtime, sim.torus ? &network : nullptr,
