@@ -463,11 +463,13 @@ class Lowering {
         int logits = forward(
             std::move(gate), {in},
             output_values(act({T, none(E)}), false, r_.weight_cast({Extent{d, Shard::param}, none(E)})));
-        // The routing's backward reads its softmax probabilities (fp32); the dispatch and combine
-        // backwards read its output.
+        // The routing's backward reads its softmax probabilities (fp32) and the softmax's two fp32
+        // row statistics [B, S] (its max and sum, as the attention's softmax keeps per row; the
+        // forward loops of the XLA fixtures moe-b8-none-dot and moe16k1-b8-none-flash); the dispatch
+        // and combine backwards read its output.
         auto route_values = [&](std::vector<Tensor> outputs) {
             Values v;
-            v.residuals = {Tensor::of({T, none(E)}, 4)};
+            v.residuals = {Tensor::of({T, none(E)}, 4), Tensor::of({T}, 4), Tensor::of({T}, 4)};
             v.output = std::move(outputs);
             v.output_read = true;
             return v;
@@ -483,8 +485,17 @@ class Lowering {
             const I slots = E * expert_capacity();
             // The combine mask [B, S, E, C] (its bool cast is the dispatch mask).
             const Tensor mask = act({batch(1), none(S_), none(slots)});
-            int route =
-                forward(fusion(p + "routing", l, route_reads, {mask}), {logits}, route_values({mask}));
+            // What the masks' backward reads besides (JAX's rules for the multiplies that build them,
+            // as the forward loop of the XLA fixture moe-b8-none-dot keeps them): the capacity-slot
+            // one-hot cast to the compute dtype, [B, S, E, C + 1] (the probabilities' gradient of
+            // probs x one-hot), the kept-expert mask cast likewise, [B, S, E] (of probs x kept), and
+            // the dispatch mask [B, S, E, C] for the dispatch einsum's input gradient, which XLA keeps
+            // as the bool it was cast from.
+            Values routing = route_values({mask});
+            routing.residuals.push_back(act({batch(1), none(S_), none(E * (expert_capacity() + 1))}));
+            routing.residuals.push_back(act({T, none(E)}));
+            routing.residuals.push_back(Tensor::of({batch(1), none(S_), none(slots)}, 1));
+            int route = forward(fusion(p + "routing", l, route_reads, {mask}), {logits}, std::move(routing));
             // dispatch: BSM,BSEC -> EBCM (a dot with batch dimension B; the mask gets no gradient)
             Op dispatch = moe_matmul(p + "dispatch", l, -1, {batch(1), none(1)}, none(slots), none(S_),
                                      none(d), act({T, none(d)}), mask, act({batch(1), none(slots), none(d)}));
@@ -580,6 +591,17 @@ class Lowering {
             {expert_down, route, base}, output_values(act({T, none(d)}), false), 2);
     }
 
+    // A weight matmul that is one dot_general without batch dimensions: what JAX's
+    // checkpoint_dots_with_no_batch_dims (MaxText's `minimal`) saves (jax/_src/ad_checkpoint.py,
+    // dot_with_no_batch_dims_saveable). The experts' einsums are batched over the experts
+    // (EBCM,EMH -> EBCH), and a grouped matmul is ragged_dot or megablox's kernel, not a dot_general.
+    static bool unbatched_weight_dot(const Op& op) {
+        if (!op.weight_matmul || op.group_tile > 0) return false;
+        for (const Extent& e : op.matmul.batch)
+            if (e.size > 1 || per_sample(e.shard)) return false;
+        return true;
+    }
+
     // What stays in HBM until this layer's backward: the remat policy's save set (MaxText
     // remat_policy names, docs/model.md) among the values the backward reads, and always the layer's
     // output (the next layer's input). JAX saves only residuals the backward uses (its partial
@@ -609,12 +631,22 @@ class Lowering {
                 if (at < n) read_by_backward[at] = true;
             }
         }
+        auto keep_of = [&](const Op& op) {
+            const bool dot = op.kind == OpKind::matmul && op.backward != BackwardKind::flash_attention;
+            return remat_keep(t_, op.activation, unbatched_weight_dot(op), dot);
+        };
         std::vector<bool> kept(n, false);
         for (std::size_t i = 0; i < n; ++i) {
             Op& op = g_.op(forwards_[first + i].index);
             const bool is_output = forwards_[first + i].index == out_index;
-            const bool dot = op.kind == OpKind::matmul && op.backward != BackwardKind::flash_attention;
-            const Keep keep = remat_keep(t_, op.activation, op.weight_matmul, dot);
+            Keep keep = keep_of(op);
+            // Tokens on their way to or from the experts are the value their producer wrote (with no
+            // expert axis the same array; with one, as many bytes per chip): the policy keeps them as
+            // it keeps that value (the experts' output under a policy that saves `mlpwo`).
+            if (op.kind == OpKind::exchange) {
+                const std::size_t at = local(forwards_[first + i].inputs[0]);
+                if (at < n) keep = keep_of(g_.op(forwards_[first + at].index));
+            }
             kept[i] = is_output || (keep != Keep::recompute && read_by_backward[i]);
             const Values& v = values_[first + i];
             if (t_.remat == Remat::none) {

@@ -66,7 +66,7 @@ std::string_view attention_name(Attention attention) {
 
 // MaxText layers/decoders.py maps each remat_policy to a JAX policy; the layer input (the scan
 // carry) is always kept, whatever the policy.
-Keep remat_keep(const TrainingSpec& training, ActivationName name, bool weight_matmul, bool dot) {
+Keep remat_keep(const TrainingSpec& training, ActivationName name, bool unbatched_weight_dot, bool dot) {
     using N = ActivationName;
     auto saved_if = [](bool saved) { return saved ? Keep::save : Keep::recompute; };
     switch (training.remat) {
@@ -79,7 +79,7 @@ Keep remat_keep(const TrainingSpec& training, ActivationName name, bool weight_m
         case Remat::attention:
             return saved_if(name != N::scores && name != N::context);
         case Remat::minimal:
-            return saved_if(weight_matmul);
+            return saved_if(unbatched_weight_dot);
         case Remat::save_dot_except_mlpwi:
             return saved_if(name == N::qkv_proj || name == N::out_proj || name == N::mlpwo);
         case Remat::save_dot_except_mlp:
@@ -89,11 +89,11 @@ Keep remat_keep(const TrainingSpec& training, ActivationName name, bool weight_m
         case Remat::save_dot_with_context_except_mlp:
             return saved_if(name == N::qkv_proj || name == N::context || name == N::out_proj);
         case Remat::minimal_flash:
-            return saved_if(weight_matmul || name == N::context);
+            return saved_if(unbatched_weight_dot || name == N::context);
         case Remat::qkv_proj_offloaded:
             return name == N::qkv_proj ? Keep::offload : Keep::recompute;
         case Remat::minimal_offloaded:
-            return weight_matmul ? Keep::offload : Keep::recompute;
+            return unbatched_weight_dot ? Keep::offload : Keep::recompute;
         case Remat::custom:
             return training.custom_keep[static_cast<std::size_t>(name)];
     }

@@ -106,8 +106,10 @@ struct TrainingSpec {
 };
 
 std::string_view optimizer_name(Optimizer optimizer);
-// What the remat policy does with one activation of a layer.
-Keep remat_keep(const TrainingSpec& training, ActivationName name, bool weight_matmul, bool dot);
+// What the remat policy does with one activation of a layer: `unbatched_weight_dot` for a weight
+// matmul that is a dot_general without batch dimensions (what the `minimal` policies save), `dot`
+// for any dot_general.
+Keep remat_keep(const TrainingSpec& training, ActivationName name, bool unbatched_weight_dot, bool dot);
 // Whether the policy moves anything to host memory.
 bool offloads(const TrainingSpec& training);
 std::string_view remat_name(Remat remat);

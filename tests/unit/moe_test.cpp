@@ -250,10 +250,14 @@ TEST_CASE("MoE residuals per remat policy, counted by hand from the shapes") {
     const std::string experts =
         ", capacity_factor: 1.25, sparse_matmul: false, dtype: bf16, param_dtype: bf16";
     constexpr double kBf16 = 2, kFp32 = 4, kCapacity = 640, kSlots = kE * kCapacity;  // 5120 slots
-    // The routing's residuals: its fp32 softmax probabilities [S, E], and its output, the combine
-    // mask [S, E x C] in bf16, which the dispatch and combine backwards read.
-    const double probabilities = kSeq * kE * kFp32;  // 64 KiB
-    const double mask = kSeq * kSlots * kBf16;       // 20 MiB
+    // The routing's residuals: its fp32 softmax probabilities [S, E] and row statistics (max and
+    // sum, [S] each), its output, the combine mask [S, E x C] in bf16, which the dispatch and combine
+    // backwards read, and what the masks' gradients read: the capacity-slot one-hot in bf16
+    // [S, E x (C + 1)], the kept-expert mask in bf16 [S, E], the dispatch mask as pred [S, E x C].
+    const double probabilities = kSeq * kE * kFp32 + 2 * kSeq * kFp32;             // 80 KiB
+    const double mask = kSeq * kSlots * kBf16 +                                    // 20 MiB
+                        kSeq * kE * (kCapacity + 1) * kBf16 + kSeq * kE * kBf16 +  // 20 MiB
+                        kSeq * kSlots;                                             // 10 MiB
     // The tokens at the experts [E, C, d] (the dispatch all-to-all's output, counted with its
     // producer, the dispatch), read by the up projection's weight gradient; and the expert outputs
     // [E x C, d] after the combine all-to-all (counted with expert_down), read by the combine's
@@ -289,11 +293,21 @@ TEST_CASE("MoE residuals per remat policy, counted by hand from the shapes") {
         CHECK(saved_of(sim, "layer1.expert_up.remat") == 3 * expert_rows);
         CHECK(saved_of(sim, "layer1.expert_down.remat") == tokens_at_experts);
     }
-    SUBCASE("minimal: the dots without batch dimensions are saved, the activation rebuilt") {
+    SUBCASE("minimal: the dots without batch dimensions are saved: the gate, not the experts") {
         const auto sim = moe_run("{fsdp: 8}", experts, "", "minimal");
-        // mlpwi's dot outputs g and u are saved in the forward; before the backward one elementwise
-        // fusion rebuilds the product from them, and keeps only it.
-        CHECK(saved_of(sim, "layer1.expert_up") == 2 * expert_rows);
-        CHECK(saved_of(sim, "layer1.expert_up.act.remat") == expert_rows);
+        // checkpoint_dots_with_no_batch_dims (jax/_src/ad_checkpoint.py) saves the gate's logits
+        // [S, E]; the experts' einsums are batched over E (EBCM,EMH -> EBCH), so they are recomputed
+        // as under full (the residual tuple of the XLA fixture moe-b8-minimal-flash has no [E, C, ff]).
+        CHECK(saved_of(sim, "layer1.gate") == kSeq * kE * kBf16);
+        CHECK(saved_of(sim, "layer1.expert_up") == 0.0);
+        CHECK(saved_of(sim, "layer1.expert_up.remat") == 3 * expert_rows);
+        CHECK(saved_of(sim, "layer1.expert_down.remat") == tokens_at_experts);
+    }
+    SUBCASE("save_dot_except_mlpwi: the experts' named output (mlpwo) is saved, as it arrives") {
+        const auto sim = moe_run("{fsdp: 8}", experts, "", "save_dot_except_mlpwi");
+        // The combine's mask gradient reads the expert outputs: kept by name, counted with their
+        // producer as the combine all-to-all delivers them (the fixture moe-b8-exceptwi-flash).
+        CHECK(saved_of(sim, "layer1.expert_down") == tokens_at_experts);
+        CHECK(saved_of(sim, "layer1.expert_up") == 0.0);
     }
 }

@@ -95,7 +95,7 @@ Shape device_shape(const workload::Tensor& t, const run::RunSpec& spec) {
     for (int i = 0; i < t.rank; ++i) {
         const auto& e = t.dims[static_cast<std::size_t>(i)];
         double n = static_cast<double>(e.size);
-        if (e.shard == workload::Shard::batch) n = n * samples / (data * fsdp);
+        if (workload::per_sample(e.shard)) n = n * samples / (data * fsdp);
         if (e.shard == workload::Shard::tensor) n /= tensor;
         if (e.shard == workload::Shard::param) n /= fsdp * tensor;
         if (n != 1.0) dims.push_back(static_cast<long>(n));
@@ -122,10 +122,19 @@ std::vector<Shape> stacked_parameters(const run::RunSpec& spec) {
                                   shape({L, d / f, H / t, hd}),
                                   shape({L, d / f, H / t, hd}),
                                   shape({L, d / f, H / t, hd}),
-                                  shape({L, H / t, hd, d / f}),
-                                  shape({L, d / f, F / t}),
-                                  shape({L, F / t, d / f})};
-    if (m.gated()) stacked.push_back(shape({L, d / f, F / t}));
+                                  shape({L, H / t, hd, d / f})};
+    if (m.experts > 1) {
+        // The MoE layer's router gate and its experts' weights (layers/moe.py: wi_0, wi_1, wo).
+        const long E = m.experts, Fe = m.moe_d_ff;
+        stacked.push_back(shape({L, d / f, E}));
+        stacked.push_back(shape({L, E, d / f, Fe / t}));
+        stacked.push_back(shape({L, E, d / f, Fe / t}));
+        stacked.push_back(shape({L, E, Fe / t, d / f}));
+    } else {
+        stacked.push_back(shape({L, d / f, F / t}));
+        stacked.push_back(shape({L, F / t, d / f}));
+        if (m.gated()) stacked.push_back(shape({L, d / f, F / t}));
+    }
     if (m.bias) {
         for (int i = 0; i < 4; ++i) stacked.push_back(shape({L, d}));          // ln1/ln2 biases, bo, bo2
         for (int i = 0; i < 3; ++i) stacked.push_back(shape({L, H / t, hd}));  // bq, bk, bv
@@ -138,6 +147,21 @@ void remove_one(std::vector<Shape>& from, const Shape& shape) {
     auto it = std::find(from.begin(), from.end(), shape);
     REQUIRE_MESSAGE(it != from.end(), shape << " is not in the tuple");
     from.erase(it);
+}
+
+// A shape as its dtype and element count: podsim's MoE tensors flatten the tokens ([B x S, d],
+// [E, B x C, d]) where the script's einsums keep [B, S, d] and [E, B, C, d].
+Shape by_size(const Shape& s) {
+    const auto open = s.find('[');
+    long elements = 1;
+    std::size_t at = open + 1;
+    while (at < s.size() && s[at] != ']') {
+        std::size_t end = at;
+        while (end < s.size() && s[end] != ',' && s[end] != ']') ++end;
+        elements *= std::stol(s.substr(at, end - at));
+        at = s[end] == ',' ? end + 1 : end;
+    }
+    return fmt::format("{}{{{}}}", s.substr(0, open), elements);
 }
 
 struct Fixture {
@@ -160,6 +184,14 @@ void check_saved_set(const Fixture& fixture) {
     std::vector<Shape> invariants;
     for (const auto& t : r.loop_invariants()) invariants.push_back(device_shape(t, spec));
     for (const auto& s : invariants) remove_one(tuple, s);
+    if (spec.model.experts > 1) {
+        // The iotas the router's one-hots compare with (experts, and capacity slots plus the
+        // dropped slot 0), hoisted out of the loop: s32 constants, no activation.
+        remove_one(tuple, fmt::format("s32[{}]", spec.model.experts));
+        remove_one(tuple, fmt::format("s32[{}]", spec.model.expert_capacity(spec.training.seq_len,
+                                                                            spec.training.capacity_factor) +
+                                                     1));
+    }
     // What is left is stacked over the layers.
     std::vector<Shape> xla;
     const std::string layers = fmt::format("[{},", spec.model.layers);
@@ -175,6 +207,10 @@ void check_saved_set(const Fixture& fixture) {
     for (const auto& op : graph.ops()) {
         if (op.layer != 1 || op.phase != workload::Phase::forward) continue;
         for (const auto& t : op.saved) podsim.push_back(device_shape(t, spec));
+    }
+    if (spec.model.experts > 1) {
+        for (auto& x : xla) x = by_size(x);
+        for (auto& x : podsim) x = by_size(x);
     }
     std::sort(xla.begin(), xla.end());
     std::sort(podsim.begin(), podsim.end());
@@ -265,6 +301,11 @@ TEST_CASE("podsim's saved set is the residual tuple of XLA's forward loop, fixtu
         {"gpt2xl-relu-b8-minimal-flash", dir + "xla-gpt2xl-relu-b8-minimal-flash.yaml"},
         {"vit-relu-b256-none-dot", dir + "xla-vit-relu-b256-none-dot.yaml"},
         {"vit-relu-b256-minimal-dot", dir + "xla-vit-relu-b256-minimal-dot.yaml"},
+        {"moe-b8-full-flash", dir + "xla-moe-b8-full-flash.yaml"},
+        {"moe-b8-minimal-flash", dir + "xla-moe-b8-minimal-flash.yaml"},
+        {"moe-b8-exceptwi-flash", dir + "xla-moe-b8-exceptwi-flash.yaml"},
+        {"moe-b16-full-dot", dir + "xla-moe-b16-full-dot.yaml"},
+        {"moe16k1-b8-minimal-flash", dir + "xla-moe16k1-b8-minimal-flash.yaml"},
         {"spmd-tiny-fsdp16", dir + "spmd/xla-spmd-tiny-fsdp16.yaml"},
         {"spmd-7b-fsdp16-full", dir + "spmd/xla-spmd-7b-fsdp16-full.yaml"},
         {"spmd-7b-fsdp16-minimal", dir + "spmd/xla-spmd-7b-fsdp16-minimal.yaml"},
@@ -273,8 +314,69 @@ TEST_CASE("podsim's saved set is the residual tuple of XLA's forward loop, fixtu
         {"spmd-1b-fsdp16-saveqkv", dir + "spmd/xla-spmd-1b-fsdp16-saveqkv.yaml"},
         {"spmd-1b-fsdp8-tp2-full", dir + "spmd/xla-spmd-1b-fsdp8-tp2-full.yaml"},
     };
-    // (1b-b8-minimal-dot-unrolled has no loop: its layers are unrolled, so there is no tuple.)
+    // (1b-b8-minimal-dot-unrolled has no loop: its layers are unrolled, so there is no tuple. The
+    // MoE steps without remat are the next test case.)
     for (const auto& f : fixtures) check_saved_set(f);
+}
+
+TEST_CASE("without remat an MoE layer keeps the router's masks and statistics, as XLA does") {
+    // Besides what the saved-set test above compares, the router's: the one-hot of each token's
+    // capacity slot cast to bf16, [B, S, E, C + 1] (the multiply that builds the combine mask reads
+    // it for the probabilities' gradient); the dispatch mask as pred [B, S, E, C] (the dispatch
+    // einsum's input gradient); the kept-expert mask cast to bf16, [B, S, E]; the softmax's fp32
+    // probabilities [B, S, E] and two row statistics [B, S] (docs/model.md, "Mixture of experts").
+    const std::string dir = "tests/validation/xla/";
+    struct Case {
+        std::string hlo, config;
+        std::vector<Shape> router;  // the arrays above, by dtype and size, from the shapes
+    };
+    const std::vector<Case> cases = {
+        {"moe-b8-none-dot",  // B 8, S 2048, E 8, C 640
+         dir + "xla-moe-b8-none-dot.yaml",
+         {"bf16{84017152}", "pred{83886080}", "bf16{131072}", "f32{131072}", "f32{16384}", "f32{16384}"}},
+        {"moe16k1-b8-none-flash",  // B 8, S 2048, E 16, C 256
+         dir + "xla-moe16k1-b8-none-flash.yaml",
+         {"bf16{67371008}", "pred{67108864}", "bf16{262144}", "f32{262144}", "f32{16384}", "f32{16384}"}},
+    };
+    for (const auto& c : cases) {
+        INFO(c.hlo);
+        const run::RunSpec spec = test::load_config(c.config);
+        const std::string text =
+            profile::read_file_bytes(test::source_path("tests/data/xla-truth/hlo/" + c.hlo + ".hlo.txt.gz"));
+        std::vector<Shape> tuple = while_result(text, "jit(train_step)/jvp()/while");
+        tuple.erase(tuple.begin(), tuple.begin() + 2);
+        for (const auto& p : stacked_parameters(spec)) remove_one(tuple, p);
+        workload::Residuals r(spec.model, spec.training);
+        for (const auto& t : r.loop_invariants()) remove_one(tuple, device_shape(t, spec));
+        remove_one(tuple, fmt::format("s32[{}]", spec.model.experts));
+        remove_one(tuple, fmt::format("s32[{}]", spec.model.expert_capacity(spec.training.seq_len,
+                                                                            spec.training.capacity_factor) +
+                                                     1));
+        std::vector<Shape> xla;
+        const std::string layers = fmt::format("[{},", spec.model.layers);
+        for (const auto& s : tuple) {
+            const auto open = s.find('[');
+            xla.push_back(by_size(s.substr(0, open + 1) + s.substr(open + layers.size())));
+        }
+        const workload::OpGraph graph = workload::lower_training_step(spec.model, spec.training);
+        std::vector<Shape> podsim;
+        for (const auto& op : graph.ops()) {
+            if (op.layer != 1 || op.phase != workload::Phase::forward) continue;
+            for (const auto& t : op.saved) podsim.push_back(by_size(device_shape(t, spec)));
+        }
+        std::sort(xla.begin(), xla.end());
+        std::sort(podsim.begin(), podsim.end());
+        std::vector<Shape> only_podsim, only_xla;
+        std::set_difference(podsim.begin(), podsim.end(), xla.begin(), xla.end(),
+                            std::back_inserter(only_podsim));
+        std::set_difference(xla.begin(), xla.end(), podsim.begin(), podsim.end(),
+                            std::back_inserter(only_xla));
+        INFO("only podsim keeps: " << fmt::format("{}", fmt::join(only_podsim, " ")));
+        INFO("only XLA keeps: " << fmt::format("{}", fmt::join(only_xla, " ")));
+        CHECK(podsim == xla);
+        for (const auto& shape : c.router)
+            CHECK_MESSAGE(std::count(podsim.begin(), podsim.end(), shape) > 0, shape);
+    }
 }
 
 TEST_CASE("per device against the SPMD fixtures, which XLA:CPU compiled with fp32 weight gathers") {

@@ -50,9 +50,9 @@ TEST_CASE("memory against XLA's own numbers for the same compiled steps") {
     // more (GPT-2 XL and 2B, ViT-B/16, bigger batches, offload; gpu.jsonl and gpu-families.jsonl)
     // were made later with the same script (tests/data/xla-truth/README.md), and 18 after those
     // (gpu-more.jsonl: the remaining policies, 8192 tokens, batch 64 and 1024), one of which did not fit,
-    // and 8 with GeGLU and ReLU MLPs (gpu-act.jsonl).
+    // 8 with GeGLU and ReLU MLPs (gpu-act.jsonl), and 7 of MaxText's dropping MoE layer (gpu-moe.jsonl).
     auto cases = podsim::config::load_validation_suite(podsim::test::source_path("tests/validation/xla"));
-    REQUIRE(cases.size() == 65);
+    REQUIRE(cases.size() == 72);
     auto results = podsim::profile::evaluate_suite(cases);
     check(results);
     int oom = 0;
