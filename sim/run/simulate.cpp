@@ -26,50 +26,166 @@ std::vector<SemanticError> semantic_errors(const RunSpec& spec) {
                                      spec.mesh);
 }
 
+namespace {
+
+// Equal as the keys of a std::map compare them.
+bool same_bytes(double a, double b) {
+    return !(a < b) && !(b < a);
+}
+
+// Fills sim.plans and sim.plan_of_op from `memo`, the network plan of the same partitioned step at
+// another batch, when that gives what planning afresh would: every op of a plan still has the same
+// bytes as the other ops of that plan, and plans of one axis and kind still differ in bytes (so
+// that the ops group into the same plans, first used by the same ops). Plans whose bytes changed
+// are planned again. False (and nothing filled) otherwise. `same_links`: whether every plan crosses
+// the links it crossed (and the contention classes are unchanged).
+bool replan(NetworkMemo& memo, Simulation& sim, SimulationCache& cache, const SimulateOptions& options,
+            bool& same_links) {
+    const auto& ops = sim.program.ops;
+    if (memo.plan_of_op.size() != ops.size()) return false;
+    const std::size_t n = memo.slots.size();
+    std::vector<double> bytes(n);
+    std::vector<bool> seen(n, false);
+    bool changed = false;
+    for (const int i : memo.collective_ops) {
+        const auto s = static_cast<std::size_t>(memo.plan_of_op[static_cast<std::size_t>(i)]);
+        const double b = ops[static_cast<std::size_t>(i)].collective_bytes;
+        if (!seen[s]) {
+            seen[s] = true;
+            bytes[s] = b;
+            changed = changed || !same_bytes(b, memo.slots[s].bytes);
+        } else if (!same_bytes(b, bytes[s])) {
+            return false;
+        }
+    }
+    if (changed) {
+        for (std::size_t s = 0; s < n; ++s)
+            for (std::size_t t = s + 1; t < n; ++t)
+                if (memo.slots[s].comm_axis == memo.slots[t].comm_axis &&
+                    memo.slots[s].kind == memo.slots[t].kind && same_bytes(bytes[s], bytes[t]))
+                    return false;
+    }
+    same_links = true;
+    for (std::size_t s = 0; s < n; ++s) {
+        if (same_bytes(bytes[s], memo.slots[s].bytes)) continue;
+        const auto& axis = sim.program.comm_axes[static_cast<std::size_t>(memo.slots[s].comm_axis)];
+        std::shared_ptr<const CachedPlan> plan = cache.plan(
+            sim.torus, static_cast<collectives::CollectiveKind>(memo.slots[s].kind), bytes[s], axis.parts,
+            memo.hop_latency, memo.launch_overhead, memo.link_efficiency, options.link_bytes);
+        same_links = same_links && plan->plan.links == memo.plans[s]->plan.links;
+        memo.plans[s] = std::move(plan);
+        memo.slots[s].bytes = bytes[s];
+    }
+    sim.plans = memo.plans;
+    sim.plan_of_op = memo.plan_of_op;
+    return true;
+}
+
+}  // namespace
+
 // Lowers every ICI collective of the program onto the torus links. Collectives that are the same
-// (kind, axis, bytes) share one plan: every layer's all-gather of an FSDP run is one plan.
+// (kind, axis, bytes) share one plan: every layer's all-gather of an FSDP run is one plan. With a
+// `memo` of the same partitioned step, the grouping is taken from there when the bytes allow.
 scheduler::NetworkInput plan_network(const NetworkPlace& place, Simulation& sim, SimulationCache& cache,
-                                     const SimulateOptions& options) {
+                                     const SimulateOptions& options, NetworkMemo* memo) {
     scheduler::NetworkInput input;
     const auto& ops = sim.program.ops;
-    sim.plan_of_op.assign(ops.size(), -1);
     bool any_ici = false;
     for (const auto& axis : sim.program.comm_axes)
         any_ici = any_ici || axis.kind == parallel::ResourceKind::ici;
-    if (!any_ici) return input;
+    if (!any_ici) {
+        sim.plan_of_op.assign(ops.size(), -1);
+        return input;
+    }
     sim.torus = cache.torus(place.topology, place.slice, place.twisted_torus);
-    std::map<std::tuple<int, int, double>, int> index;
-    for (std::size_t i = 0; i < ops.size(); ++i) {
-        const auto& op = ops[i];
-        if (!parallel::is_collective(op.category)) continue;
-        const auto& axis = sim.program.comm_axes[static_cast<std::size_t>(op.comm_axis)];
-        if (axis.kind != parallel::ResourceKind::ici) continue;
-        auto key = std::make_tuple(op.comm_axis, static_cast<int>(op.collective), op.collective_bytes);
-        auto [it, inserted] = index.try_emplace(key, static_cast<int>(sim.plans.size()));
-        if (inserted) {
-            sim.plans.push_back(
-                cache.plan(sim.torus, op.collective, op.collective_bytes, axis.parts,
-                           place.topology.ici.hop_latency * place.calibration.ici_hop_latency_factor,
-                           place.calibration.collective_overhead, place.calibration.ici_link_efficiency,
-                           options.link_bytes));
+    const double hop_latency = place.topology.ici.hop_latency * place.calibration.ici_hop_latency_factor;
+    const double launch_overhead = place.calibration.collective_overhead;
+    const double link_efficiency = place.calibration.ici_link_efficiency;
+    const std::uint64_t generation = cache.plan_generation();
+    bool reused = false, same_links = false;
+    if (memo && memo->valid && memo->plan_generation == generation && memo->torus == sim.torus.get() &&
+        memo->hop_latency == hop_latency && memo->launch_overhead == launch_overhead &&
+        memo->link_efficiency == link_efficiency && memo->link_bytes == options.link_bytes)
+        reused = replan(*memo, sim, cache, options, same_links);
+    if (!reused) {
+        sim.plan_of_op.assign(ops.size(), -1);
+        std::map<std::tuple<int, int, double>, int> index;
+        if (memo) {
+            memo->collective_ops.clear();
+            memo->slots.clear();
         }
-        sim.plan_of_op[i] = it->second;
+        for (std::size_t i = 0; i < ops.size(); ++i) {
+            const auto& op = ops[i];
+            if (!parallel::is_collective(op.category)) continue;
+            const auto& axis = sim.program.comm_axes[static_cast<std::size_t>(op.comm_axis)];
+            if (axis.kind != parallel::ResourceKind::ici) continue;
+            auto key = std::make_tuple(op.comm_axis, static_cast<int>(op.collective), op.collective_bytes);
+            auto [it, inserted] = index.try_emplace(key, static_cast<int>(sim.plans.size()));
+            if (inserted) {
+                sim.plans.push_back(cache.plan(sim.torus, op.collective, op.collective_bytes, axis.parts,
+                                               hop_latency, launch_overhead, link_efficiency,
+                                               options.link_bytes));
+                if (memo)
+                    memo->slots.push_back(
+                        {op.comm_axis, static_cast<int>(op.collective), op.collective_bytes});
+            }
+            sim.plan_of_op[i] = it->second;
+            if (memo) memo->collective_ops.push_back(static_cast<int>(i));
+        }
     }
     input.plan_of_op.assign(ops.size(), nullptr);
-    for (std::size_t i = 0; i < ops.size(); ++i) {
-        if (sim.plan_of_op[i] >= 0)
-            input.plan_of_op[i] = &sim.plans[static_cast<std::size_t>(sim.plan_of_op[i])]->plan;
-    }
-    input.link_bandwidth = &cache.link_bandwidth(sim.torus, place.calibration.ici_link_efficiency);
-    input.scratch = &cache.scratch(input.link_bandwidth->size());
-    scheduler::ContentionClasses classes = scheduler::contention_classes(sim.program, input.plan_of_op);
-    input.network_of_op = std::move(classes.network_of_op);
-    if (!options.exact) {
-        input.alone_of_op.assign(ops.size(), nullptr);
-        for (std::size_t i = 0; i < ops.size(); ++i) {
-            if (sim.plan_of_op[i] >= 0 && classes.alone[static_cast<std::size_t>(input.network_of_op[i])])
-                input.alone_of_op[i] = &sim.plans[static_cast<std::size_t>(sim.plan_of_op[i])]->alone;
+    if (memo) {
+        for (const int i : memo->collective_ops) {
+            const auto o = static_cast<std::size_t>(i);
+            input.plan_of_op[o] = &sim.plans[static_cast<std::size_t>(sim.plan_of_op[o])]->plan;
         }
+    } else {
+        for (std::size_t i = 0; i < ops.size(); ++i) {
+            if (sim.plan_of_op[i] >= 0)
+                input.plan_of_op[i] = &sim.plans[static_cast<std::size_t>(sim.plan_of_op[i])]->plan;
+        }
+    }
+    input.link_bandwidth = &cache.link_bandwidth(sim.torus, link_efficiency);
+    input.scratch = &cache.scratch(input.link_bandwidth->size());
+    if (!reused || !same_links) {
+        scheduler::ContentionClasses classes = scheduler::contention_classes(sim.program, input.plan_of_op);
+        if (memo) {
+            memo->network_of_op = classes.network_of_op;
+            memo->alone = std::move(classes.alone);
+        } else {
+            input.network_of_op = std::move(classes.network_of_op);
+            if (!options.exact) {
+                input.alone_of_op.assign(ops.size(), nullptr);
+                for (std::size_t i = 0; i < ops.size(); ++i) {
+                    if (sim.plan_of_op[i] >= 0 &&
+                        classes.alone[static_cast<std::size_t>(input.network_of_op[i])])
+                        input.alone_of_op[i] = &sim.plans[static_cast<std::size_t>(sim.plan_of_op[i])]->alone;
+                }
+            }
+        }
+    }
+    if (memo) {
+        input.network_of_op = memo->network_of_op;
+        if (!options.exact) {
+            input.alone_of_op.assign(ops.size(), nullptr);
+            for (const int i : memo->collective_ops) {
+                const auto o = static_cast<std::size_t>(i);
+                if (memo->alone[static_cast<std::size_t>(input.network_of_op[o])])
+                    input.alone_of_op[o] = &sim.plans[static_cast<std::size_t>(sim.plan_of_op[o])]->alone;
+            }
+        }
+        if (!reused) {
+            memo->plan_of_op = sim.plan_of_op;
+            memo->plans = sim.plans;
+            memo->torus = sim.torus.get();
+            memo->hop_latency = hop_latency;
+            memo->launch_overhead = launch_overhead;
+            memo->link_efficiency = link_efficiency;
+            memo->link_bytes = options.link_bytes;
+        }
+        // A plan dropped meanwhile may be planned again as another object: plan afresh next time.
+        memo->valid = cache.plan_generation() == generation;
+        memo->plan_generation = generation;
     }
     return input;
 }
@@ -95,18 +211,20 @@ Simulation schedule_step(const RunSpec& spec, const parallel::RuntimeSpec& runti
                                                    sim.mapping, runtime,       lowered.names.get()};
     // The full simulation partitions every config itself.
     const scheduler::Dependencies* dependencies = nullptr;  // the cache's, until its next partition()
+    NetworkMemo* network_memo = nullptr;                    // alike
     if (options.exact) {
         sim.program = parallel::partition(partition_input);
     } else {
         PartitionedStep step = cache.partition(partition_input, sim.graph);
         sim.program = std::move(step.program);
         dependencies = step.dependencies;
+        network_memo = step.network;
     }
     cost::CostModel model(cost::CostContext{spec.topology, runtime, spec.calibration, spec.training.dtype,
                                             spec.model.attention_dropout > 0.0, spec.slices});
     sim.costs = model.cost_all(sim.program);
-    scheduler::NetworkInput network =
-        plan_network({spec.topology, spec.slice, spec.twisted_torus, spec.calibration}, sim, cache, options);
+    scheduler::NetworkInput network = plan_network(
+        {spec.topology, spec.slice, spec.twisted_torus, spec.calibration}, sim, cache, options, network_memo);
     try {
         sim.timeline = scheduler::schedule(
             sim.program, sim.costs, runtime, sim.torus ? &network : nullptr,

@@ -77,8 +77,10 @@ struct NetworkPlace {
 
 // Lowers every ICI collective of `sim.program` onto the torus links (filling sim.torus, sim.plans and
 // sim.plan_of_op): the scheduler's network input, empty when the program has no ICI collective.
+// `memo`: the network plan of the program's kept partitioned step (PartitionedStep::network), read
+// and updated; the result is the same with or without it.
 scheduler::NetworkInput plan_network(const NetworkPlace& place, Simulation& sim, SimulationCache& cache,
-                                     const SimulateOptions& options);
+                                     const SimulateOptions& options, NetworkMemo* memo = nullptr);
 
 // A per-device program from another source than a run spec (an imported XLA module),
 // and what simulating it needs: where it runs, how, and what the report says about it.

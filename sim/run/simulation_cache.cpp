@@ -48,11 +48,11 @@ PartitionedStep SimulationCache::partition(const parallel::PartitionInput& input
     PODSIM_ASSERT(graph.get() == &input.graph, "partition input of another graph");
     workload::TrainingSpec training = input.training;
     training.global_batch = 0;
-    for (const PartitionEntry& e : partitions_) {
+    for (PartitionEntry& e : partitions_) {
         if (!e.graph || e.graph != graph || !(e.runtime == input.runtime) || !(e.training == training) ||
             !(e.mesh == input.mesh) || !(e.placement == input.ici_axes))
             continue;
-        PartitionedStep step{e.resizable.program, &e.dependencies};
+        PartitionedStep step{e.resizable.program, &e.dependencies, &e.network};
         if (e.global_batch != input.training.global_batch)
             parallel::resize(step.program, e.resizable.sizing, input);
         return step;
@@ -72,7 +72,8 @@ PartitionedStep SimulationCache::partition(const parallel::PartitionInput& input
     e.resizable.program = resizable.program;
     e.resizable.sizing = resizable.sizing;
     e.dependencies = scheduler::dependencies(resizable.program, input.runtime);
-    return {std::move(resizable.program), &e.dependencies};
+    e.network.valid = false;
+    return {std::move(resizable.program), &e.dependencies, &e.network};
 }
 
 std::shared_ptr<const network::Torus> SimulationCache::torus(const hardware::TopologySpec& topology,
@@ -87,6 +88,7 @@ std::shared_ptr<const network::Torus> SimulationCache::torus(const hardware::Top
     if (tori_.size() >= kMaxTori) {
         tori_.clear();
         plans_.clear();  // keyed by torus address
+        ++plan_generation_;
         bandwidths_.clear();
         if (scratch_) scratch_->rates.clear();  // names their flows and bandwidth vectors
     }
@@ -128,6 +130,7 @@ std::shared_ptr<const CachedPlan> SimulationCache::plan(const std::shared_ptr<co
     if (it != plans_.end()) return it->second;
     if (plans_.size() >= kMaxPlans || path_ids_.size() >= kMaxPaths) {
         plans_.clear();
+        ++plan_generation_;
         path_ids_.clear();
         if (scratch_) scratch_->rates.clear();  // names the plans' flows and paths
     }

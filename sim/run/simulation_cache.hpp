@@ -35,11 +35,36 @@ struct CachedPlan {
     scheduler::TransferAlone alone;
 };
 
+// The network plan (run::plan_network) of the last config that ran a kept partitioned step, for the
+// next config that resizes the same step: which ops share which plan, each plan's key, the plans and
+// the contention classes. Reused while the cache has dropped no plan since (a plan it returns for a
+// key is then the one held here).
+struct NetworkMemo {
+    bool valid = false;
+    std::uint64_t plan_generation = 0;  // SimulationCache::plan_generation() when made
+    const network::Torus* torus = nullptr;
+    double hop_latency = 0.0, launch_overhead = 0.0, link_efficiency = 0.0;
+    bool link_bytes = false;
+    struct Slot {
+        int comm_axis = 0;
+        int kind = 0;
+        double bytes = 0.0;
+    };
+    std::vector<int> plan_of_op;      // index into slots and plans, or -1
+    std::vector<int> collective_ops;  // the ops with a plan, in program order
+    std::vector<Slot> slots;          // per plan, in order of first use
+    std::vector<std::shared_ptr<const CachedPlan>> plans;
+    std::vector<int> network_of_op;  // scheduler::ContentionClasses
+    std::vector<bool> alone;
+};
+
 // A partitioned step, with the dependencies the scheduler keeps: in the cache, valid until its next
-// partition(); null when the step was too big to keep (the scheduler builds them).
+// partition(); null when the step was too big to keep (the scheduler builds them). `network` is the
+// kept step's NetworkMemo, valid as long as `dependencies`.
 struct PartitionedStep {
     parallel::DeviceProgram program;
     const scheduler::Dependencies* dependencies = nullptr;
+    NetworkMemo* network = nullptr;
 };
 
 // A lowered step, with the device op names of every program partitioned from it.
@@ -82,6 +107,9 @@ class SimulationCache {
                                            const std::vector<network::AxisDimPart>& parts, double hop_latency,
                                            double launch_overhead, double link_efficiency,
                                            bool link_bytes = true);
+    // Counts the times cached plans were dropped (the bounds above): a plan held since the same count
+    // is the one plan() returns for its key.
+    std::uint64_t plan_generation() const { return plan_generation_; }
 
   private:
     struct TorusEntry {
@@ -139,6 +167,7 @@ class SimulationCache {
         std::int64_t global_batch = 0;  // the batch `resizable` is sized for
         parallel::ResizableProgram resizable;
         scheduler::Dependencies dependencies;
+        NetworkMemo network;
     };
     // A ring: a new step overwrites the oldest in place, into the storage it already holds (a
     // sweep's workers would otherwise free and allocate long-lived blocks of every size, and their
@@ -147,6 +176,7 @@ class SimulationCache {
     std::size_t next_partition_ = 0;
     std::vector<TorusEntry> tori_;
     std::map<PlanKey, std::shared_ptr<const CachedPlan>, PlanOrder> plans_;
+    std::uint64_t plan_generation_ = 0;
     // An id per distinct path (link ids) of the plans' flows (network::Flow::path_id), from 1.
     std::map<std::vector<int>, std::uint32_t> path_ids_;
     struct BandwidthEntry {
