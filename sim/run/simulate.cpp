@@ -102,18 +102,19 @@ scheduler::NetworkInput plan_network(const NetworkPlace& place, Simulation& sim,
     const double launch_overhead = place.calibration.collective_overhead;
     const double link_efficiency = place.calibration.ici_link_efficiency;
     const std::uint64_t generation = cache.plan_generation();
+    // Without a kept step's memo, one for this config alone: the same steps fill it.
+    NetworkMemo local;
+    NetworkMemo& m = memo ? *memo : local;
     bool reused = false, same_links = false;
-    if (memo && memo->valid && memo->plan_generation == generation && memo->torus == sim.torus.get() &&
-        memo->hop_latency == hop_latency && memo->launch_overhead == launch_overhead &&
-        memo->link_efficiency == link_efficiency && memo->link_bytes == options.link_bytes)
-        reused = replan(*memo, sim, cache, options, same_links);
+    if (m.valid && m.plan_generation == generation && m.torus == sim.torus.get() &&
+        m.hop_latency == hop_latency && m.launch_overhead == launch_overhead &&
+        m.link_efficiency == link_efficiency && m.link_bytes == options.link_bytes)
+        reused = replan(m, sim, cache, options, same_links);
     if (!reused) {
         sim.plan_of_op.assign(ops.size(), -1);
         std::map<std::tuple<int, int, double>, int> index;
-        if (memo) {
-            memo->collective_ops.clear();
-            memo->slots.clear();
-        }
+        m.collective_ops.clear();
+        m.slots.clear();
         for (std::size_t i = 0; i < ops.size(); ++i) {
             const auto& op = ops[i];
             if (!parallel::is_collective(op.category)) continue;
@@ -125,68 +126,49 @@ scheduler::NetworkInput plan_network(const NetworkPlace& place, Simulation& sim,
                 sim.plans.push_back(cache.plan(sim.torus, op.collective, op.collective_bytes, axis.parts,
                                                hop_latency, launch_overhead, link_efficiency,
                                                options.link_bytes));
-                if (memo)
-                    memo->slots.push_back(
-                        {op.comm_axis, static_cast<int>(op.collective), op.collective_bytes});
+                m.slots.push_back({op.comm_axis, static_cast<int>(op.collective), op.collective_bytes});
             }
             sim.plan_of_op[i] = it->second;
-            if (memo) memo->collective_ops.push_back(static_cast<int>(i));
+            m.collective_ops.push_back(static_cast<int>(i));
         }
     }
     input.plan_of_op.assign(ops.size(), nullptr);
-    if (memo) {
-        for (const int i : memo->collective_ops) {
-            const auto o = static_cast<std::size_t>(i);
-            input.plan_of_op[o] = &sim.plans[static_cast<std::size_t>(sim.plan_of_op[o])]->plan;
-        }
-    } else {
-        for (std::size_t i = 0; i < ops.size(); ++i) {
-            if (sim.plan_of_op[i] >= 0)
-                input.plan_of_op[i] = &sim.plans[static_cast<std::size_t>(sim.plan_of_op[i])]->plan;
-        }
+    for (const int i : m.collective_ops) {
+        const auto o = static_cast<std::size_t>(i);
+        input.plan_of_op[o] = &sim.plans[static_cast<std::size_t>(sim.plan_of_op[o])]->plan;
     }
     input.link_bandwidth = &cache.link_bandwidth(sim.torus, link_efficiency);
     input.scratch = &cache.scratch(input.link_bandwidth->size());
     if (!reused || !same_links) {
         scheduler::ContentionClasses classes = scheduler::contention_classes(sim.program, input.plan_of_op);
-        if (memo) {
-            memo->network_of_op = classes.network_of_op;
-            memo->alone = std::move(classes.alone);
-        } else {
-            input.network_of_op = std::move(classes.network_of_op);
-            if (!options.exact) {
-                input.alone_of_op.assign(ops.size(), nullptr);
-                for (std::size_t i = 0; i < ops.size(); ++i) {
-                    if (sim.plan_of_op[i] >= 0 &&
-                        classes.alone[static_cast<std::size_t>(input.network_of_op[i])])
-                        input.alone_of_op[i] = &sim.plans[static_cast<std::size_t>(sim.plan_of_op[i])]->alone;
-                }
-            }
+        m.network_of_op = std::move(classes.network_of_op);
+        m.alone = std::move(classes.alone);
+    }
+    if (!options.exact) {
+        input.alone_of_op.assign(ops.size(), nullptr);
+        for (const int i : m.collective_ops) {
+            const auto o = static_cast<std::size_t>(i);
+            if (m.alone[static_cast<std::size_t>(m.network_of_op[o])])
+                input.alone_of_op[o] = &sim.plans[static_cast<std::size_t>(sim.plan_of_op[o])]->alone;
         }
     }
-    if (memo) {
-        input.network_of_op = memo->network_of_op;
-        if (!options.exact) {
-            input.alone_of_op.assign(ops.size(), nullptr);
-            for (const int i : memo->collective_ops) {
-                const auto o = static_cast<std::size_t>(i);
-                if (memo->alone[static_cast<std::size_t>(input.network_of_op[o])])
-                    input.alone_of_op[o] = &sim.plans[static_cast<std::size_t>(sim.plan_of_op[o])]->alone;
-            }
-        }
-        if (!reused) {
-            memo->plan_of_op = sim.plan_of_op;
-            memo->plans = sim.plans;
-            memo->torus = sim.torus.get();
-            memo->hop_latency = hop_latency;
-            memo->launch_overhead = launch_overhead;
-            memo->link_efficiency = link_efficiency;
-            memo->link_bytes = options.link_bytes;
-        }
-        // A plan dropped meanwhile may be planned again as another object: plan afresh next time.
-        memo->valid = cache.plan_generation() == generation;
-        memo->plan_generation = generation;
+    if (!memo) {
+        input.network_of_op = std::move(local.network_of_op);
+        return input;
     }
+    input.network_of_op = memo->network_of_op;
+    if (!reused) {
+        memo->plan_of_op = sim.plan_of_op;
+        memo->plans = sim.plans;
+        memo->torus = sim.torus.get();
+        memo->hop_latency = hop_latency;
+        memo->launch_overhead = launch_overhead;
+        memo->link_efficiency = link_efficiency;
+        memo->link_bytes = options.link_bytes;
+    }
+    // A plan dropped meanwhile may be planned again as another object: plan afresh next time.
+    memo->valid = cache.plan_generation() == generation;
+    memo->plan_generation = generation;
     return input;
 }
 
