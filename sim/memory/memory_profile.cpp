@@ -199,12 +199,17 @@ MemoryProfile profile_memory(const parallel::DeviceProgram& program, const sched
         const double all = fold ? fold->grads_bytes : program.grads_bytes;
         change(kOther, std::max<core::Time>(0, layers_start), all - outside_layers, kGrads);
     }
-    bool layers_began = false;  // forward ops of layer -1 after this are the head's
+    bool layers_began = false;    // forward ops of layer -1 after this are the head's
+    core::Time latest_start = 0;  // of the compute ops so far
     for (std::size_t i = 0; i < ops.size(); ++i) {
         const auto& op = ops[i];
         const auto& span = spans[i];
         if (is_compute(op)) {
             layers_began = layers_began || op.layer >= 0;
+            // Compute ops start in program order, but for the buffers a pipeline stage's view holds
+            // after its ops (run/stages.hpp): those go where changes come in any order.
+            const Stream starts = span.start < latest_start ? kOther : kComputeStarts;
+            latest_start = std::max(latest_start, span.start);
             if (awaits_backward(op)) {
                 core::Time end = backward_end[layer_slot(op.layer, op.microbatch)];
                 if (op.layer < 0 && layers_began && op.phase == workload::Phase::forward) {
@@ -214,7 +219,7 @@ MemoryProfile profile_memory(const parallel::DeviceProgram& program, const sched
                 }
                 if (op.release_op >= 0) end = spans[static_cast<std::size_t>(op.release_op)].end;
                 core::Time free_at = end >= 0 ? std::max(end, span.end) : span.end;
-                change(kComputeStarts, span.start, op.saved_bytes, kActivations);
+                change(starts, span.start, op.saved_bytes, kActivations);
                 if (op.offloaded && offload_end[i] >= 0 && reload_start[i] >= 0) {
                     // Away once its copy to the host is done; XLA's schedule puts that copy-done
                     // within the layer's forward (its memory analysis counts the value on the host
@@ -228,7 +233,7 @@ MemoryProfile profile_memory(const parallel::DeviceProgram& program, const sched
                 }
                 change(kDeferred, free_at, -op.saved_bytes, kActivations);
             }
-            if (output_is_temporary(op)) change(kComputeStarts, span.start, op.output_bytes, kTemporaries);
+            if (output_is_temporary(op)) change(starts, span.start, op.output_bytes, kTemporaries);
             if (previous >= 0) free_temporary(previous, span.end);
             previous = static_cast<int>(i);
         } else if (op.category == parallel::OpCategory::all_gather && op.param_group >= 0) {

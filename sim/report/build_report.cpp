@@ -241,6 +241,10 @@ RunReport build_report(const ReportInput& in) {
     for (std::size_t i = 0; i < ops.size(); ++i) {
         const auto& op = ops[i];
         Interval iv{spans[i].start, spans[i].end};
+        account(i, 1);
+        // Empty ones cover nothing (merged() drops them), and a pipeline stage's held buffers, empty
+        // and after its ops, would unsort the compute ops' list.
+        if (iv.second <= iv.first) continue;
         if (op.category == parallel::OpCategory::host) {
             host.push_back(iv);
         } else if (parallel::is_collective(op.category) || op.category == parallel::OpCategory::copy) {
@@ -248,7 +252,6 @@ RunReport build_report(const ReportInput& in) {
         } else {
             compute.push_back(iv);
         }
-        account(i, 1);
     }
     for (const auto& splice : splices)
         for (std::size_t i = splice.op_begin; i < splice.op_end; ++i) account(i, splice.copies);

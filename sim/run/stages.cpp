@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <map>
 #include <utility>
 
 namespace podsim::run {
@@ -148,7 +147,7 @@ void add_pipeline_loop_buffers(std::vector<StageView>& views, const parallel::Pi
         // The stage's layers' first and last forward and backward compute ops, and what each of its
         // iterations (chunk, microbatch) keeps for the backward.
         int first_forward = -1, last_forward = -1, first_backward = -1, last_backward = -1;
-        std::map<std::pair<int, int>, double> kept;
+        std::vector<double> kept;  // by chunk and microbatch
         auto earlier = [&](int a, std::size_t b) {
             return a < 0 || spans[b].start < spans[static_cast<std::size_t>(a)].start;
         };
@@ -161,8 +160,13 @@ void add_pipeline_loop_buffers(std::vector<StageView>& views, const parallel::Pi
                 op.category == parallel::OpCategory::matmul || op.category == parallel::OpCategory::fusion;
             if (!compute || op.layer < 0 || op.phase == workload::Phase::optimizer) continue;
             if (op.phase == workload::Phase::forward) {
-                if (op.kept_for_backward)
-                    kept[{pp.chunk_of_layer(op.layer), op.microbatch}] += op.saved_bytes;
+                if (op.kept_for_backward) {
+                    const auto slot = static_cast<std::size_t>(pp.chunk_of_layer(op.layer)) *
+                                          static_cast<std::size_t>(pp.microbatches) +
+                                      static_cast<std::size_t>(op.microbatch);
+                    if (slot >= kept.size()) kept.resize(slot + 1, 0.0);
+                    kept[slot] += op.saved_bytes;
+                }
                 if (op.continuation) continue;
                 if (earlier(first_forward, i)) first_forward = static_cast<int>(i);
                 if (later(last_forward, i)) last_forward = static_cast<int>(i);
@@ -172,8 +176,7 @@ void add_pipeline_loop_buffers(std::vector<StageView>& views, const parallel::Pi
             }
         }
         if (first_forward < 0 || first_backward < 0) continue;
-        double per_iteration = 0.0;
-        for (const auto& [key, bytes] : kept) per_iteration = std::max(per_iteration, bytes);
+        const double per_iteration = kept.empty() ? 0.0 : *std::max_element(kept.begin(), kept.end());
         const int layer = ops[static_cast<std::size_t>(first_forward)].layer;
         // An op that holds `bytes` from `at` until `release` ends.
         auto hold = [&](std::string_view name, double bytes, core::Time at, int release) {
