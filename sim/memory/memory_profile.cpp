@@ -4,6 +4,9 @@
 #include <cmath>
 #include <cstdint>
 #include <iterator>
+#include <memory>
+
+#include "core/assert.hpp"
 
 namespace podsim::memory {
 namespace {
@@ -15,6 +18,26 @@ struct Change {
     double delta;
     std::uint32_t seq;  // order of creation: the last tie-break
     int holder;
+};
+
+// Changes in an array allocated for at most `capacity` of them (not zero-filled, not grown).
+class ChangeBuffer {
+  public:
+    explicit ChangeBuffer(std::size_t capacity)
+        : data_(std::make_unique_for_overwrite<Change[]>(capacity)), capacity_(capacity) {}
+    void push(const Change& c) {
+        PODSIM_ASSERT(size_ < capacity_, "more memory changes than bounded");
+        data_[size_++] = c;
+    }
+    void set_size(std::size_t size) { size_ = size; }
+    std::size_t size() const { return size_; }
+    Change* begin() const { return data_.get(); }
+    Change* end() const { return data_.get() + size_; }
+    const Change& operator[](std::size_t i) const { return data_[i]; }
+
+  private:
+    std::unique_ptr<Change[]> data_;
+    std::size_t size_ = 0, capacity_ = 0;
 };
 
 // Frees before allocations at the same instant, then the order the changes were made in.
@@ -85,12 +108,16 @@ MemoryProfile profile_memory(const parallel::DeviceProgram& program, const sched
     // (Few passes over the ops: a program of a big model is megabytes of them.)
     int min_layer = 0, max_layer = 0, max_group = 0, max_microbatch = 0;
     bool copies = false;
+    std::size_t compute_ops = 0, gathers = 0, scatters = 0;  // bounds of the change streams' sizes
     for (const auto& op : ops) {
         min_layer = std::min(min_layer, op.layer);
         max_layer = std::max(max_layer, op.layer);
         max_group = std::max(max_group, op.param_group);
         max_microbatch = std::max(max_microbatch, op.microbatch);
         copies = copies || op.category == parallel::OpCategory::copy;
+        compute_ops += is_compute(op) ? 1 : 0;
+        gathers += op.category == parallel::OpCategory::all_gather ? 1 : 0;
+        scatters += op.category == parallel::OpCategory::reduce_scatter ? 1 : 0;
     }
     const auto microbatches = static_cast<std::size_t>(max_microbatch) + 1;
     auto layer_slot = [&](int layer, int microbatch) {
@@ -156,12 +183,15 @@ MemoryProfile profile_memory(const parallel::DeviceProgram& program, const sched
         }
     }
 
-    // At most four changes per compute op (an offloaded activation), two per collective.
-    std::vector<Change> streams[kStreams];
-    for (auto& stream : streams) stream.reserve(ops.size() / 2 + 1);
+    // At most four changes per compute op (an offloaded activation), two per collective: each stream
+    // is allocated for the most changes it can get (below), and filled without a check of capacity.
+    ChangeBuffer streams[kStreams] = {
+        ChangeBuffer(2 * compute_ops), ChangeBuffer(compute_ops), ChangeBuffer(compute_ops + gathers),
+        // (kOther: an offloaded op's two, and the two of a compute op that starts before an earlier one.)
+        ChangeBuffer(2 * groups + 2 + 4 * compute_ops + gathers + 2 * scatters)};
     std::uint32_t seq = 0;
     auto change = [&](Stream stream, core::Time at, double delta, int holder) {
-        streams[stream].push_back({at, delta, seq++, holder});
+        streams[stream].push({at, delta, seq++, holder});
     };
     int previous = -1;  // previous compute op, whose output the current one consumes
     auto free_temporary = [&](int op_index, core::Time at) {
@@ -266,15 +296,15 @@ MemoryProfile profile_memory(const parallel::DeviceProgram& program, const sched
     // The streams merged in `before` order (a total order: seq breaks every tie), two at a time:
     // cheaper than picking the least of four heads for every change. The last merge is walked, not
     // stored (below).
-    auto merge_two = [](const std::vector<Change>& a, const std::vector<Change>& b) {
-        std::vector<Change> out;
-        out.reserve(a.size() + b.size());
-        std::merge(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(out), before);
+    auto merge_two = [](const ChangeBuffer& a, const ChangeBuffer& b) {
+        ChangeBuffer out(a.size() + b.size());
+        out.set_size(static_cast<std::size_t>(
+            std::merge(a.begin(), a.end(), b.begin(), b.end(), out.begin(), before) - out.begin()));
         return out;
     };
     static_assert(kStreams == 4);
-    const std::vector<Change> compute = merge_two(streams[0], streams[1]);
-    const std::vector<Change> later = merge_two(streams[2], streams[3]);
+    const ChangeBuffer compute = merge_two(streams[0], streams[1]);
+    const ChangeBuffer later = merge_two(streams[2], streams[3]);
 
     MemoryProfile profile;
     profile.capacity_bytes = capacity_bytes;

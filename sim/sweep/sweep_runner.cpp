@@ -396,14 +396,18 @@ SweepSummary run_sweep(const config::SweepPlan& plan, const SweepOptions& option
         while (!order.done() && produced < written + window) {
             group.clear();
             const std::size_t id = order.peek().group;
+            // A group's configs differ only in the batch: the first valid one is parsed whole, the rest
+            // are made from it (the smallest batches are often rejected for the mesh, and each of
+            // those is parsed whole).
+            std::size_t parsed = 0;  // in group: the first valid instance, or group.size() while none
             do {
                 const std::size_t position = order.pop().position;
-                // A group's configs differ only in the batch: the first is parsed, the rest follow it.
                 group.push_back({position, id,
-                                 group.empty()
+                                 parsed == group.size()
                                      ? plan.make(todo[position])
-                                     : plan.make_beside(todo[position], todo[group.front().position],
-                                                        group.front().instance)});
+                                     : plan.make_beside(todo[position], todo[group[parsed].position],
+                                                        group[parsed].instance)});
+                if (parsed == group.size() - 1 && !group.back().instance.ok) ++parsed;
                 ++produced;
             } while (!order.done() && order.peek().group == id);
             {
