@@ -103,6 +103,10 @@ class Checker {
                 if (!valid_computation(inst.body) || !valid_computation(inst.condition))
                     error(c, &inst, "a while needs body= and condition= computations");
                 if (inst.operands.size() != 1) error(c, &inst, "a while takes one operand (the loop state)");
+                if (inst.known_trip_count == kBadTripCount)
+                    error(c, &inst,
+                          "the known_trip_count of its backend_config is not a whole number of iterations "
+                          "(from 0 to 2^63 - 1)");
                 break;
             case Opcode::get_tuple_element: {
                 if (inst.operands.size() != 1) {

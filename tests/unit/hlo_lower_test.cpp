@@ -129,6 +129,20 @@ TEST_CASE("hlo lowering: a loop runs its trip count, read off its condition") {
     text = replaced(kLoop, "body=%body", "body=%body, backend_config={\"known_trip_count\":{\"n\":\"4\"}}");
     const auto four = kernel_names(lower(text, v4, "1").program);
     CHECK(std::count(four.begin(), four.end(), "y") == 4);
+    // One that is no whole number of iterations is an error at the loop's line, not read as its
+    // digits (-1 ran once) nor passed over for the condition.
+    for (const char* n : {"-1", "abc", "", "4x", "99999999999999999999"}) {
+        CAPTURE(n);
+        text =
+            replaced(kLoop, "body=%body",
+                     fmt::format("body=%body, backend_config={{\"known_trip_count\":{{\"n\":\"{}\"}}}}", n));
+        const std::string bad = error_of([&] { lower(text, v4, "1"); });
+        CHECK(bad.find("m.hlo:24:") != std::string::npos);
+        CHECK(bad.find("known_trip_count of its backend_config is not a whole number") != std::string::npos);
+    }
+    text = replaced(kLoop, "body=%body", "body=%body, backend_config={\"known_trip_count\":{\"n\":0}}");
+    const auto none = kernel_names(lower(text, v4, "1").program);
+    CHECK(std::count(none.begin(), none.end(), "y") == 0);
     // Neither: an error at the loop's line.
     text = replaced(
         replaced(kLoop, "ROOT %lt = pred[] compare(%k, %n), direction=LT", "ROOT %lt = pred[] is-finite(%n)"),
