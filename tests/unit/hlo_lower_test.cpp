@@ -316,6 +316,58 @@ ENTRY %main (a: bf16[4096,2048], b: bf16[2048,1024], q: bf16[2,512,8,64]) -> f32
     CHECK(work.unknown_targets().empty());
 }
 
+TEST_CASE("hlo op work: a library call's backend_config of the wrong types is an error at its line") {
+    // nlohmann's operator[] and value() threw on a member of a number (exit 134); a contracting
+    // dimension 1e300 was cast to int64, an attention batch of -2 or a Pallas cost of -1e30 FLOPs
+    // gave a negative HFU.
+    const std::string text = R"(HloModule calls
+
+ENTRY %main (a: bf16[4096,2048], b: bf16[2048,1024], q: bf16[2,512,8,64]) -> f32[] {
+  %a = bf16[4096,2048]{1,0} parameter(0)
+  %b = bf16[2048,1024]{1,0} parameter(1)
+  %q = bf16[2,512,8,64]{3,2,1,0} parameter(2)
+  %g = (bf16[4096,1024]{1,0}, s8[4194304]{0}) custom-call(%a, %b), custom_call_target="__cublas$lt$matmul", backend_config={"gemm_backend_config":{"dot_dimension_numbers":{"lhs_batch_dimensions":[],"lhs_contracting_dimensions":["1"],"rhs_batch_dimensions":[],"rhs_contracting_dimensions":["0"]}}}
+  %f = (bf16[2,512,8,64]{3,2,1,0}, u8[256]{0}) custom-call(%q, %q, %q), custom_call_target="__cudnn$fmhaSoftmax", backend_config={"cudnn_fmha_backend_config":{"intermediate_tensor_shape":{"dimensions":["2","8","512","512"]},"mask_type":"CAUSAL"}}
+  %p = f32[] custom-call(%a), custom_call_target="tpu_custom_call", backend_config={"custom_call_config": {"body": "AAAA", "cost_estimate": {"bytes_accessed":1000,"flops":123456}}}
+  ROOT %s = f32[] add(%p, %p)
+}
+)";
+    auto work_of = [](const std::string& module, const std::string& name) {
+        const hlo::Module m = hlo::read_text("calls.hlo", module);
+        hlo::WorkModel work(m);
+        const hlo::Computation& c = m.entry_computation();
+        for (const auto& i : c.instructions)
+            if (i.name == name) return work.work(c, i);
+        FAIL("no instruction " << name);
+        return hlo::OpWork{};
+    };
+    CHECK(work_of(text, "f").flops == 2.0 * 2 * 8 * 512 * 512 * (64 + 64) / 2);
+    const std::pair<std::string, std::string> cases[] = {
+        {R"("gemm_backend_config":{)", R"("gemm_backend_config":5,"x":{)"},
+        {R"("dot_dimension_numbers":{)", R"("dot_dimension_numbers":7,"x":{)"},
+        {R"("lhs_contracting_dimensions":["1"])", R"("lhs_contracting_dimensions":[1e300])"},
+        {R"("lhs_contracting_dimensions":["1"])", R"("lhs_contracting_dimensions":["2"])"},
+        {R"("cudnn_fmha_backend_config":{)", R"("cudnn_fmha_backend_config":3,"x":{)"},
+        {R"("dimensions":["2")", R"("dimensions":["-2")"},
+        {R"("mask_type":"CAUSAL")", R"("mask_type":2)"},
+        {R"("flops":123456)", R"("flops":-1e30)"},
+        {R"("bytes_accessed":1000)", R"("bytes_accessed":"x")"},
+    };
+    for (const auto& [from, to] : cases) {
+        CAPTURE(to);
+        const std::string bad = replaced(text, from, to);
+        const std::string name =
+            to.find("flops") != std::string::npos || to.find("bytes") != std::string::npos ? "p"
+            : to.find("gemm") != std::string::npos || to.find("dot_") != std::string::npos ||
+                    to.find("lhs") != std::string::npos
+                ? "g"
+                : "f";
+        const std::string e = error_of([&] { work_of(bad, name); });
+        CHECK(e.find("calls.hlo:") != std::string::npos);
+        CHECK(e.find(name + ": backend_config: ") != std::string::npos);
+    }
+}
+
 TEST_CASE("hlo placement: JAX's device order puts the cores of a v3 chip next to each other") {
     // A v3 2x2 is 8 devices (2 per chip): ids 0 and 1 are the two cores of chip (0,0), so a group
     // {0,1} runs over the chip's own link, and {0,2} over x.
