@@ -3,6 +3,9 @@
 // here by hand.
 #include <doctest/doctest.h>
 
+#include <cmath>
+#include <functional>
+
 #include <fmt/format.h>
 
 #include "config/load.hpp"
@@ -11,6 +14,7 @@
 #include "hlo/op_work.hpp"
 #include "hlo/text_reader.hpp"
 #include "memory/buffer_profile.hpp"
+#include "run/module_run.hpp"
 #include "support.hpp"
 
 using namespace podsim;
@@ -366,6 +370,46 @@ ENTRY %main (a: bf16[4096,2048], b: bf16[2048,1024], q: bf16[2,512,8,64]) -> f32
         CHECK(e.find("calls.hlo:") != std::string::npos);
         CHECK(e.find(name + ": backend_config: ") != std::string::npos);
     }
+}
+
+TEST_CASE("hlo import options: a batch, sequence or model FLOPs out of bounds is an error") {
+    // --model-flops nan gave MFU 0 and inf an MFU of inf%; --global-batch -4 was passed over,
+    // 99999999999999 x --seq-len 99999999999 (cut to int) gave an MFU of 3.8e20%; --global-batch
+    // without --model was dropped silently.
+    auto run_with = [](auto&& set) {
+        run::ModuleRunRequest request;
+        request.path = "loop.hlo";
+        request.bytes = kLoop;
+        request.topology = source_path("topologies/tpu-v4.yaml");
+        set(request);
+        return run::run_module(request);
+    };
+    const std::pair<std::function<void(run::ModuleRunRequest&)>, std::string> cases[] = {
+        {[](auto& r) { r.model_flops = std::nan(""); },
+         "--model-flops: error: must be a finite count from 0"},
+        {[](auto& r) { r.model_flops = HUGE_VAL; }, "--model-flops: error: must be a finite count from 0"},
+        {[](auto& r) { r.model_flops = -5; }, "--model-flops: error: must be a finite count from 0"},
+        {[](auto& r) {
+             r.model = source_path("models/gpt2-small.yaml");
+             r.global_batch = -4;
+             r.seq_len = 5;
+         },
+         "--global-batch: error: must be positive, found -4"},
+        {[](auto& r) {
+             r.model = source_path("models/gpt2-small.yaml");
+             r.global_batch = 8;
+             r.seq_len = 99999999999;
+         },
+         "--seq-len: error: must be at most 1048576"},
+        {[](auto& r) { r.global_batch = 8; }, "--global-batch: error: counts the model FLOPs of --model"},
+    };
+    for (const auto& [set, expected] : cases) {
+        CAPTURE(expected);
+        const std::string e = error_of([&] { run_with(set); });
+        CHECK(e.find(expected) != std::string::npos);
+    }
+    const auto given = run_with([](auto& r) { r.model_flops = 1e12; });
+    CHECK(given.simulation.report.model_flops_per_step == 1e12);
 }
 
 TEST_CASE("hlo placement: JAX's device order puts the cores of a v3 chip next to each other") {
