@@ -240,6 +240,13 @@ SweepPlan SweepPlan::load_tree(const YAML::Node& root, const std::string& path, 
             if (ok && length > 0) impl->axes.push_back(std::move(axis));
         }
     }
+    // An axis into a model or topology the base names (model.layers on `model: gpt2-2b`) sets the
+    // key among the named one's, as --set does, instead of replacing the whole model by that key.
+    if (!impl->base.IsNull() && impl->base.IsMap()) {
+        std::vector<std::string> paths;
+        for (const auto& axis : impl->axes) paths.insert(paths.end(), axis.paths.begin(), axis.paths.end());
+        detail::inline_named_sections(impl->base, paths, impl->base_dir);
+    }
     // A value that is wrong whatever the other axes hold (`remat: ful`, `global_batch: -5`) is a
     // mistake in the sweep file, reported at the value; combinations that do not shard are skipped
     // rows. Each value is applied alone to the base, and an error the loader attaches to that value

@@ -14,6 +14,7 @@
 
 #include <fmt/format.h>
 
+#include "config/load.hpp"
 #include "config/sweep_file.hpp"
 #include "support.hpp"
 #include "sweep/expression.hpp"
@@ -232,6 +233,32 @@ TEST_CASE("a value that is valid only beside another axis's value is a skipped r
         CHECK(text.find("axes.model.num_experts_per_tok: must be positive, found 0") != std::string::npos);
         CHECK(e.diagnostics().size() == 1);
     }
+}
+
+TEST_CASE("an axis into a model the base names sets that key of the named model, as --set does") {
+    // configs/default.yaml names `model: gpt2-2b`: model.layers replaced the model by {layers: 4}
+    // (every row skipped for the missing schema, name, d_model...), and model.num_experts_per_tok
+    // on mixtral-8x7b was refused as a key of a dense model.
+    fs::path dir = test::fresh_dir("named-model");
+    fs::create_directories(dir);
+    std::ofstream(dir / "s.yaml") << "schema: podsim.sweep/v1\nbase: "
+                                  << test::source_path("configs/default.yaml")
+                                  << "\naxes:\n  model.layers: [4, 8]\n";
+    auto plan = config::SweepPlan::load((dir / "s.yaml").string());
+    auto four = plan.make(0);
+    REQUIRE(four.ok);
+    const auto gpt2 = config::load_model_file(test::source_path("models/gpt2-2b.yaml"));
+    CHECK(four.spec.model.layers == 4);
+    CHECK(four.spec.model.d_model == gpt2.d_model);
+    CHECK(four.spec.model.name == gpt2.name);
+    std::ofstream(dir / "moe.yaml") << "schema: podsim.sweep/v1\nbase: "
+                                    << test::source_path("configs/mixtral-8x7b-ep4-v6e-256.yaml")
+                                    << "\naxes:\n  model.num_experts_per_tok: [1, 2]\n";
+    auto moe = config::SweepPlan::load((dir / "moe.yaml").string());
+    auto top1 = moe.make(0);
+    REQUIRE(top1.ok);
+    CHECK(top1.spec.model.experts == 8);
+    CHECK(top1.spec.model.experts_per_token == 1);
 }
 
 TEST_CASE("a bad sweep file reports every error with its position") {
