@@ -98,6 +98,11 @@ MeasuredProfile read_xla_memory_jsonl(const std::string& path, const std::string
     }
     std::string known;
     for (const auto& n : names) known += (known.empty() ? "" : ", ") + n;
+    if (entry.empty())
+        profile_error(path, 0,
+                      fmt::format("JSON lines of XLA's memory_analysis(), one compiled step per line: name "
+                                  "one as {}#NAME (entries: {})",
+                                  path, known));
     profile_error(path, 0, fmt::format("no entry named '{}' (entries: {})", entry, known));
 }
 

@@ -292,6 +292,15 @@ TEST_CASE("XLA's memory_analysis() from JSON lines: the peak, the grant and whet
         CHECK(message.find("no entry named '1b-b8-nonsense'") != std::string::npos);
         CHECK(message.find("1b-b8-none-flash") != std::string::npos);
     }
+    // No name at all: read as a Chrome trace, it was "no traceEvents: not a Chrome trace".
+    try {
+        profile::read_profile(file);
+        FAIL("no error");
+    } catch (const core::UserError& e) {
+        const std::string message = e.diagnostics().items().front().message;
+        CHECK(message.find("name one as " + file + "#NAME") != std::string::npos);
+        CHECK(message.find("1b-b8-none-flash") != std::string::npos);
+    }
 }
 
 namespace {
