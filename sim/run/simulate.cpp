@@ -238,7 +238,16 @@ void finish_stages(const RunSpec& spec, const parallel::RuntimeSpec& runtime, Si
                    const memory::HostMemory& host, double compile_s) {
     const double hbm = spec.topology.chip.device_hbm_bytes_limit();
     // With the activations each stage receives (held in memory, no time, not counted as ops).
-    const std::vector<StageView> views = stage_views(sim.program, sim.costs, sim.timeline, /*receives=*/true);
+    std::vector<StageView> views = stage_views(sim.program, sim.costs, sim.timeline, /*receives=*/true);
+    const parallel::PipelineSchedule pp =
+        parallel::pipeline_schedule(spec.training, spec.mesh, spec.model.layers);
+    double activation_bytes = 0.0;  // one microbatch's stage input on a chip
+    for (const auto& op : sim.program.ops)
+        if (op.category == parallel::OpCategory::collective_permute && op.phase == workload::Phase::forward) {
+            activation_bytes = op.collective_bytes;
+            break;
+        }
+    add_pipeline_loop_buffers(views, pp, activation_bytes);
     std::vector<memory::MemoryProfile> profiles;
     int time_stage = 0, memory_stage = 0;
     core::Time most_compute = -1;
@@ -292,8 +301,6 @@ void finish_stages(const RunSpec& spec, const parallel::RuntimeSpec& runtime, Si
         sim.report.step_time_s * static_cast<double>(sim.report.chips) * sim.report.peak_flops_per_chip;
     sim.report.hfu = capacity > 0 ? sim.report.hardware_flops_per_step / capacity : 0.0;
     sim.report.ops = static_cast<long>(sim.program.ops.size());
-    const parallel::PipelineSchedule pp =
-        parallel::pipeline_schedule(spec.training, spec.mesh, spec.model.layers);
     sim.report.pipeline_stages = pp.stages;
     sim.report.pipeline_schedule = pp.circular() ? "circular" : "gpipe";
     sim.report.pipeline_microbatches = pp.microbatches;

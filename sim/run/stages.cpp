@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <map>
+#include <utility>
 
 namespace podsim::run {
 
@@ -134,6 +136,83 @@ std::vector<StageView> stage_views(const parallel::DeviceProgram& program,
 StageView stage_view(const parallel::DeviceProgram& program, const std::vector<cost::OpCost>& costs,
                      const scheduler::Timeline& timeline, int stage, bool receives) {
     return std::move(stage_views(program, costs, timeline, receives)[static_cast<std::size_t>(stage)]);
+}
+
+void add_pipeline_loop_buffers(std::vector<StageView>& views, const parallel::PipelineSchedule& pp,
+                               double activation_bytes) {
+    const bool circular_storage = pp.repeats > 1 && pp.microbatches > pp.stages;
+    for (std::size_t s = 0; s < views.size(); ++s) {
+        StageView& v = views[s];
+        const auto& ops = v.program.ops;
+        const auto& spans = v.timeline.spans;
+        // The stage's layers' first and last forward and backward compute ops, and what each of its
+        // iterations (chunk, microbatch) keeps for the backward.
+        int first_forward = -1, last_forward = -1, first_backward = -1, last_backward = -1;
+        std::map<std::pair<int, int>, double> kept;
+        auto earlier = [&](int a, std::size_t b) {
+            return a < 0 || spans[b].start < spans[static_cast<std::size_t>(a)].start;
+        };
+        auto later = [&](int a, std::size_t b) {
+            return a < 0 || spans[b].end > spans[static_cast<std::size_t>(a)].end;
+        };
+        for (std::size_t i = 0; i < ops.size(); ++i) {
+            const auto& op = ops[i];
+            const bool compute =
+                op.category == parallel::OpCategory::matmul || op.category == parallel::OpCategory::fusion;
+            if (!compute || op.layer < 0 || op.phase == workload::Phase::optimizer) continue;
+            if (op.phase == workload::Phase::forward) {
+                if (op.kept_for_backward)
+                    kept[{pp.chunk_of_layer(op.layer), op.microbatch}] += op.saved_bytes;
+                if (op.continuation) continue;
+                if (earlier(first_forward, i)) first_forward = static_cast<int>(i);
+                if (later(last_forward, i)) last_forward = static_cast<int>(i);
+            } else if (!op.continuation) {
+                if (earlier(first_backward, i)) first_backward = static_cast<int>(i);
+                if (later(last_backward, i)) last_backward = static_cast<int>(i);
+            }
+        }
+        if (first_forward < 0 || first_backward < 0) continue;
+        double per_iteration = 0.0;
+        for (const auto& [key, bytes] : kept) per_iteration = std::max(per_iteration, bytes);
+        const int layer = ops[static_cast<std::size_t>(first_forward)].layer;
+        // An op that holds `bytes` from `at` until `release` ends.
+        auto hold = [&](std::string_view name, double bytes, core::Time at, int release) {
+            if (bytes <= 0.0) return;
+            const auto r = static_cast<std::size_t>(release);
+            parallel::DeviceOp op;
+            op.name = name;
+            op.category = parallel::OpCategory::fusion;
+            op.phase = workload::Phase::forward;
+            op.kept_for_backward = true;
+            op.continuation = true;
+            op.layer = layer;
+            op.resource = v.program.ops[r].resource;
+            op.release_op = release;
+            op.output_bytes = bytes;
+            op.saved_bytes = bytes;
+            op.output_saved = true;
+            const auto k = static_cast<int>(v.program.ops.size());
+            const std::size_t whole = v.ops[r];
+            v.program.ops.push_back(std::move(op));
+            v.costs.emplace_back();
+            v.timeline.spans.push_back(scheduler::Span{k, v.program.ops[r].resource, at, at});
+            v.ops.push_back(whole);
+        };
+        const int before = static_cast<int>(s);  // iterations before the stage's first microbatch
+        const int after = pp.stages - 1 - before;
+        const core::Time forward_start = spans[static_cast<std::size_t>(first_forward)].start;
+        const core::Time forward_end = spans[static_cast<std::size_t>(last_forward)].end;
+        const core::Time backward_start = spans[static_cast<std::size_t>(first_backward)].start;
+        // Appended after the stage's optimizer updates (whose outputs are no temporaries), so that no
+        // temporary's lifetime moves.
+        hold("pipeline.padding_iterations.first", before * per_iteration, forward_start, last_backward);
+        hold("pipeline.padding_iterations.last", after * per_iteration, forward_end, first_backward);
+        if (circular_storage) {
+            const double storage = pp.microbatches * activation_bytes;
+            hold("pipeline.circ_storage", storage, forward_start, last_forward);
+            hold("pipeline.circ_storage.gradient", storage, backward_start, last_backward);
+        }
+    }
 }
 
 }  // namespace podsim::run

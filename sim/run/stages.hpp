@@ -7,6 +7,7 @@
 #include "core/time.hpp"
 #include "cost/cost_model.hpp"
 #include "parallel/device_program.hpp"
+#include "parallel/pipeline_schedule.hpp"
 #include "scheduler/timeline.hpp"
 
 namespace podsim::run {
@@ -34,5 +35,19 @@ StageView stage_view(const parallel::DeviceProgram& program, const std::vector<c
 std::vector<StageView> stage_views(const parallel::DeviceProgram& program,
                                    const std::vector<cost::OpCost>& costs,
                                    const scheduler::Timeline& timeline, bool receives = false);
+
+// The buffers MaxText's pipeline loop adds to each stage's memory (layers/pipeline.py), as ops of
+// the stages' views (`receives` views) that hold them, no time, continuations in op counts:
+//  - the loop is a scan over all R·M + PP - 1 iterations, and every stage computes in each: in the
+//    PP - 1 where it has no microbatch, on padding. Its checkpointed body keeps the same residuals
+//    in those, so a stage keeps PP - 1 iterations' more than its microbatches': those before its
+//    first microbatch until its backward ends, those after its last from its last forward until
+//    its backward begins;
+//  - with more microbatches than stages in a circular schedule, `circ_storage` holds every
+//    microbatch's activations for the next repeat on every stage (one array of the microbatch's
+//    stage input per microbatch) through the forward loop, and its gradient through the backward.
+// `activation_bytes`: one microbatch's stage input on a chip (what a collective-permute hands on).
+void add_pipeline_loop_buffers(std::vector<StageView>& views, const parallel::PipelineSchedule& pp,
+                               double activation_bytes);
 
 }  // namespace podsim::run

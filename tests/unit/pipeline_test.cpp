@@ -106,38 +106,66 @@ TEST_CASE("GPipe and circular: the simulated bubble is the closed form within 1%
 }
 
 TEST_CASE("per-stage memory holds the activations in flight, as counted by hand") {
-    // GPipe, remat full, no data-parallel axes: a stage keeps, for each of its microbatches, each of
-    // its layers' outputs (the next layer's input) and the input it received from the stage before,
-    // until the backward reaches them; every stage also keeps its share's embedding output. While its
-    // last forward op (the last layer's MLP down-projection) runs, it also holds that op's input, the
-    // MLP's hidden activation (S x d_ff); nothing else is live (no gathered weights, no other
-    // temporaries).
-    const int layers = 8, stages = 4, microbatches = 8, per_stage = 2;
-    const auto sim = pipelined(layers, stages, microbatches, per_stage);
-    const double d = 2048, d_ff = 8192, seq = 2048, bf16 = 2;
-    const double samples_per_microbatch = 2;  // global batch 2 x microbatches
-    const double activation = samples_per_microbatch * seq * d * bf16;
-    const double hidden = samples_per_microbatch * seq * d_ff * bf16;
-    const double embedding = (2.0 * microbatches / stages) * seq * d * bf16;
-    for (int stage = 0; stage < stages; ++stage) {
-        CAPTURE(stage);
-        const run::StageView v = run::stage_view(sim.program, sim.costs, sim.timeline, stage, true);
-        const auto profile = memory::profile_memory(v.program, v.timeline, 32.0 * (1 << 30));
-        core::Time last_forward_start = 0;
-        for (std::size_t i = 0; i < v.program.ops.size(); ++i)
-            if (v.program.ops[i].layer >= 0 && v.program.ops[i].phase == workload::Phase::forward &&
-                !parallel::is_collective(v.program.ops[i].category))
-                last_forward_start = std::max(last_forward_start, v.timeline.spans[i].start);
-        double live = 0.0;  // once the last forward op has started (its output allocated)
-        for (const auto& sample : profile.samples)
-            if (sample.time <= last_forward_start) live = sample.live_bytes;
-        // The gradients come with the backward (the scanned layers' accumulators), after this point.
-        const double fixed = v.program.params_bytes + v.program.optimizer_bytes;
-        const double received = stage == 0 ? 0.0 : microbatches * activation;
-        const double expected = microbatches * per_stage * activation + received + embedding + hidden;
-        CHECK(live - fixed == doctest::Approx(expected));
-        // The report shows the stage with the highest peak, and every stage's peak.
-        CHECK(sim.report.stage_peak_bytes[static_cast<std::size_t>(stage)] <= sim.report.memory.peak_bytes);
+    // Remat full, no data-parallel axes: a stage keeps, for each of its microbatches and chunks, each
+    // of its layers' outputs (the next layer's input) and the input it received from the stage before
+    // (stage 0 receives from the last stage from the second repeat on), until the backward reaches
+    // them; every stage also keeps its share's embedding output. While its last forward op (the last
+    // layer's MLP down-projection) runs, it also holds that op's input, the MLP's hidden activation
+    // (S x d_ff); nothing else is live (no gathered weights, no other temporaries).
+    // MaxText's loop adds (layers/pipeline.py): stage s has computed s iterations on padding before
+    // its first microbatch, each keeping what a microbatch's iteration keeps; with the circular
+    // schedule and more microbatches than stages, circ_storage holds a stage input per microbatch.
+    struct Case {
+        int layers, microbatches;
+    };
+    const int stages = 4, per_stage = 2;
+    for (const Case c : {Case{8, 8}, Case{16, 8}}) {  // GPipe; circular over 2 repeats
+        CAPTURE(c.layers);
+        const int microbatches = c.microbatches;
+        const double repeats = c.layers / (stages * per_stage);
+        const auto sim = pipelined(c.layers, stages, microbatches, per_stage);
+        const double d = 2048, d_ff = 8192, seq = 2048, bf16 = 2;
+        const double samples_per_microbatch = 2;  // global batch 2 x microbatches
+        const double activation = samples_per_microbatch * seq * d * bf16;
+        const double hidden = samples_per_microbatch * seq * d_ff * bf16;
+        const double embedding = (2.0 * microbatches / stages) * seq * d * bf16;
+        const double circ_storage = repeats > 1 && microbatches > stages ? microbatches * activation : 0.0;
+        std::vector<run::StageView> views = run::stage_views(sim.program, sim.costs, sim.timeline, true);
+        run::add_pipeline_loop_buffers(
+            views, parallel::PipelineSchedule{stages, microbatches, per_stage, static_cast<int>(repeats)},
+            activation);
+        for (int stage = 0; stage < stages; ++stage) {
+            CAPTURE(stage);
+            const run::StageView& v = views[static_cast<std::size_t>(stage)];
+            const auto profile = memory::profile_memory(v.program, v.timeline, 32.0 * (1 << 30));
+            core::Time last_forward_start = 0;
+            for (std::size_t i = 0; i < v.program.ops.size(); ++i)
+                if (v.program.ops[i].layer >= 0 && v.program.ops[i].phase == workload::Phase::forward &&
+                    !v.program.ops[i].continuation && !parallel::is_collective(v.program.ops[i].category))
+                    last_forward_start = std::max(last_forward_start, v.timeline.spans[i].start);
+            double live = 0.0;  // once the last forward op has started (its output allocated)
+            for (const auto& sample : profile.samples)
+                if (sample.time <= last_forward_start) live = sample.live_bytes;
+            // The gradients come with the backward (the scanned layers' accumulators), after this point.
+            const double fixed = v.program.params_bytes + v.program.optimizer_bytes;
+            const double received = (stage == 0 ? repeats - 1 : repeats) * microbatches * activation;
+            const double per_iteration = (per_stage + (stage > 0 || repeats > 1 ? 1 : 0)) * activation;
+            const double expected = repeats * microbatches * per_stage * activation + received + embedding +
+                                    hidden + stage * per_iteration + circ_storage;
+            CHECK(live - fixed == doctest::Approx(expected));
+            // All stages-1 padding iterations: s before the first microbatch, the rest after the last.
+            double padding = 0.0, storage = 0.0;
+            for (const auto& op : v.program.ops) {
+                if (op.name.starts_with("pipeline.padding_iterations")) padding += op.saved_bytes;
+                if (op.name.starts_with("pipeline.circ_storage")) storage += op.saved_bytes;
+            }
+            CHECK(padding == doctest::Approx((stages - 1) * per_iteration));
+            CHECK(storage == doctest::Approx(2 * circ_storage));  // the forward's and its gradient
+            // The report shows the stage with the highest peak, and every stage's peak.
+            CHECK(sim.report.stage_peak_bytes[static_cast<std::size_t>(stage)] <=
+                  sim.report.memory.peak_bytes);
+            CHECK(sim.report.stage_peak_bytes[static_cast<std::size_t>(stage)] == profile.peak_bytes);
+        }
     }
 }
 
