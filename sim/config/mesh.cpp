@@ -220,7 +220,7 @@ int parse_dimension_name(const YAML::Node& node) {
 
 }  // namespace
 
-void parse_mesh(const MapReader& run, RunSpec& spec, Diagnostics& d) {
+void parse_mesh(const MapReader& run, RunSpec& spec, Diagnostics& d, bool slices_ok) {
     if (!run.has("mesh")) {
         run.error("mesh", "missing required key");
         return;
@@ -322,7 +322,7 @@ void parse_mesh(const MapReader& run, RunSpec& spec, Diagnostics& d) {
     // MaxText's form has no mesh.dcn: its dcn_<axis>_parallelism keys multiply to the slices.
     spec.mesh.dcn =
         resolve_axes(dcn, spec.slices, maxtext_form && !long_form ? "mesh" : "mesh.dcn",
-                     detail::location_of(node, file), "slices", d, dcn_broken,
+                     detail::location_of(node, file), "slices", d, dcn_broken || !slices_ok,
                      maxtext_form && !long_form ? " (the product of the dcn_<axis>_parallelism keys)" : "");
     for (const auto& axis : spec.mesh.dcn) {
         const parallel::ParallelismKind* kind = parallel::parallelism_named(axis.name);

@@ -191,7 +191,9 @@ RunSpec parse_run(const YAML::Node& root, const std::string& file, const fs::pat
                                          topology_ok ? cloud_name_hint(*s, spec.topology) : std::string()));
         }
     }
+    const std::size_t errors_before_slices = d.size();
     spec.slices = static_cast<int>(r.integer(run_key("slices")).value_or(spec.slices));
+    const bool slices_ok = d.size() == errors_before_slices;
     spec.twisted_torus = r.boolean(run_key("twisted_torus")).value_or(spec.twisted_torus);
     if (spec.twisted_torus && slice_ok && topology_ok &&
         (!spec.topology.ici.twisted_torus || !network::twistable(spec.slice))) {
@@ -202,7 +204,7 @@ RunSpec parse_run(const YAML::Node& root, const std::string& file, const fs::pat
     }
 
     std::size_t errors_before_mesh = d.size();
-    if (slice_ok) parse_mesh(r, spec, d);
+    if (slice_ok) parse_mesh(r, spec, d, slices_ok);
     bool mesh_ok = slice_ok && d.size() == errors_before_mesh;
 
     // training
