@@ -24,6 +24,7 @@ struct AxisEntry {
     std::string name;
     std::optional<int> size;  // nullopt = auto
     core::SourceLocation location;
+    std::string key_path;  // as the file spells it: mesh.dcn.data, mesh.dcn_data_parallelism
 };
 
 // The axes of one level; an axis that is misspelt or has a wrong size is reported and left out
@@ -53,7 +54,7 @@ std::vector<AxisEntry> parse_axes(const YAML::Node& node, const std::string& fil
             if (seen.name == name)
                 d.error(detail::location_of(it->first, file), key_path, "axis given twice");
         }
-        AxisEntry entry{name, std::nullopt, detail::location_of(it->second, file)};
+        AxisEntry entry{name, std::nullopt, detail::location_of(it->second, file), key_path};
         if (it->second.IsScalar() && it->second.Scalar() == "auto") {
             axes.push_back(entry);
             continue;
@@ -101,7 +102,8 @@ void parse_maxtext_mesh(const YAML::Node& node, const std::string& file, std::ve
             (key.rfind("dcn", 0) == 0 ? dcn_broken : ici_broken) = true;
             continue;
         }
-        AxisEntry entry{std::string(kind->name), std::nullopt, detail::location_of(it->second, file)};
+        AxisEntry entry{std::string(kind->name), std::nullopt, detail::location_of(it->second, file),
+                        key_path};
         bool& broken = is_dcn ? dcn_broken : ici_broken;
         auto size =
             detail::read_integer(it->second, file, key_path, std::numeric_limits<long long>::min(), d);
@@ -218,7 +220,7 @@ int parse_dimension_name(const YAML::Node& node) {
 
 }  // namespace
 
-void parse_mesh(const MapReader& run, RunSpec& spec, Diagnostics& d) {
+void parse_mesh(const MapReader& run, RunSpec& spec, Diagnostics& d, bool slices_ok) {
     if (!run.has("mesh")) {
         run.error("mesh", "missing required key");
         return;
@@ -317,8 +319,11 @@ void parse_mesh(const MapReader& run, RunSpec& spec, Diagnostics& d) {
     }
     spec.mesh.ici = resolve_axes(ici, devices, long_form ? "mesh.ici" : "mesh", ici_where, what, d,
                                  ici_broken, tensorcore_hint(spec, ici));
+    // MaxText's form has no mesh.dcn: its dcn_<axis>_parallelism keys multiply to the slices.
     spec.mesh.dcn =
-        resolve_axes(dcn, spec.slices, "mesh.dcn", detail::location_of(node, file), "slices", d, dcn_broken);
+        resolve_axes(dcn, spec.slices, maxtext_form && !long_form ? "mesh" : "mesh.dcn",
+                     detail::location_of(node, file), "slices", d, dcn_broken || !slices_ok,
+                     maxtext_form && !long_form ? " (the product of the dcn_<axis>_parallelism keys)" : "");
     for (const auto& axis : spec.mesh.dcn) {
         const parallel::ParallelismKind* kind = parallel::parallelism_named(axis.name);
         if (kind && !kind->across_slices && axis.size > 1) {
@@ -326,8 +331,11 @@ void parse_mesh(const MapReader& run, RunSpec& spec, Diagnostics& d) {
             std::string names;
             for (std::size_t i = 0; i < across.size(); ++i)
                 names += (i == 0 ? "" : i + 1 == across.size() ? " and " : ", ") + across[i];
+            auto given =
+                std::find_if(dcn.begin(), dcn.end(), [&](const AxisEntry& e) { return e.name == axis.name; });
             d.error(
-                detail::location_of(node, file), "mesh.dcn." + axis.name,
+                given != dcn.end() ? given->location : detail::location_of(node, file),
+                given != dcn.end() ? given->key_path : "mesh.dcn." + axis.name,
                 fmt::format("only {} parallelism run{} across slices over DCN (use {})", names,
                             across.size() == 1 ? "s" : "", across.size() == 1 ? across[0] : "one of them"));
         }

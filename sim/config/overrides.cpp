@@ -87,6 +87,24 @@ void set_path(YAML::Node root, const std::string& path, const YAML::Node& value,
     node[keys.back()] = share_value ? value : YAML::Clone(value);
 }
 
+void inline_named_sections(YAML::Node run, const std::vector<std::string>& paths, const fs::path& base_dir) {
+    for (const char* section : {"model", "topology"}) {
+        const std::string inside = std::string(section) + ".";
+        const bool sets_inside = std::any_of(paths.begin(), paths.end(),
+                                             [&](const std::string& p) { return p.rfind(inside, 0) == 0; });
+        const YAML::Node& const_run = run;
+        const YAML::Node reference = const_run[section];
+        if (!sets_inside || !reference.IsScalar()) continue;
+        const bool is_model = std::string_view(section) == "model";
+        auto named_file = find_reference(reference.Scalar(), is_model ? "models" : "topologies", base_dir);
+        if (!named_file) continue;  // the reference's own mistake is reported when the config is read
+        core::Diagnostics local;
+        YAML::Node named = load_yaml_file(named_file->string(), local);
+        if (!local.empty() || !named.IsMap()) continue;
+        run[section] = named;
+    }
+}
+
 }  // namespace detail
 
 bool sets_batch(std::string_view path) {
@@ -118,23 +136,9 @@ RunSpec parse_with_overrides(YAML::Node run, const std::string& file, const fs::
         d.error(detail::location_of(run, file), prefix, "expected a run config (a mapping)");
         throw core::UserError(d);
     }
-    // A key inside a model or topology the config names (model.layers=48 on `model: gpt2-2b`): the
-    // named one's keys are written in place of the name, then the key is set among them.
-    for (const char* section : {"model", "topology"}) {
-        const std::string inside = std::string(section) + ".";
-        const bool sets_inside = std::any_of(overrides.begin(), overrides.end(),
-                                             [&](const Override& o) { return o.path.rfind(inside, 0) == 0; });
-        const YAML::Node& const_run = run;
-        const YAML::Node reference = const_run[section];
-        if (!sets_inside || !reference.IsScalar()) continue;
-        const bool is_model = std::string_view(section) == "model";
-        auto named_file = find_reference(reference.Scalar(), is_model ? "models" : "topologies", base_dir);
-        if (!named_file) continue;  // the reference's own mistake is reported when the config is read
-        core::Diagnostics local;
-        YAML::Node named = detail::load_yaml_file(named_file->string(), local);
-        if (!local.empty() || !named.IsMap()) continue;
-        run[section] = named;
-    }
+    std::vector<std::string> paths;
+    for (const auto& o : overrides) paths.push_back(o.path);
+    detail::inline_named_sections(run, paths, base_dir);
     for (const auto& o : overrides) {
         if (auto error = detail::run_path_error(o.path)) {
             d.error({o.origin, 0, 0}, o.path, *error);

@@ -50,7 +50,9 @@ workload::ModelSpec parse_model(const YAML::Node& node, const std::string& file,
 hardware::TopologySpec parse_topology(const YAML::Node& node, const std::string& file,
                                       const std::string& path, core::Diagnostics& d);
 // The run's `mesh:` (short or long form), against its slice and slices.
-void parse_mesh(const detail::MapReader& run, RunSpec& spec, core::Diagnostics& d);
+// `slices_ok`: whether `slices` read without error (else its default would only bring a wrong DCN
+// product in its wake).
+void parse_mesh(const detail::MapReader& run, RunSpec& spec, core::Diagnostics& d, bool slices_ok = true);
 // `calibration:` inline or as a calibration file (path relative to base_dir), over `base`.
 cost::Calibration parse_calibration(const YAML::Node& node, const std::string& file, const std::string& path,
                                     const std::filesystem::path& base_dir, cost::Calibration base,

@@ -10,6 +10,7 @@
 #include "config/whole_run_block.hpp"
 #include "config/yaml_reader.hpp"
 #include "network/torus.hpp"
+#include "parallel/parallelism.hpp"
 #include "parallel/sharding_errors.hpp"
 
 namespace podsim::config {
@@ -81,13 +82,47 @@ void read_whole_run(const MapReader& r, const std::string& file, RunSpec& spec, 
         spec.whole_run = detail::parse_whole_run(r.raw("whole_run"), file, r.path_of("whole_run"), spec, d);
 }
 
-// Whether the model, batch and mesh shard, reported at the section each error names.
+// The key an error about mesh axis `axis` names where the mesh is not in the short form
+// ({expert: 4}): mesh.ici.expert in the long form, and in MaxText's form the axis's
+// ici_<x>_parallelism key (its dcn_ key where only that is given); empty where the axis is no key.
+std::pair<std::string, YAML::Node> mesh_axis_key(const YAML::Node& mesh, const std::string& axis) {
+    if (!mesh.IsMap()) return {};
+    for (const char* level : {"ici", "dcn"}) {
+        const YAML::Node axes = mesh[level];
+        if (!axes.IsDefined() || !axes.IsMap()) continue;
+        if (const YAML::Node size = axes[axis]; size.IsDefined())
+            return {std::string(level) + "." + axis, size};
+    }
+    std::pair<std::string, YAML::Node> dcn_key;
+    for (auto it = mesh.begin(); it != mesh.end(); ++it) {
+        if (!it->first.IsScalar()) continue;
+        bool is_dcn = false;
+        const parallel::ParallelismKind* kind =
+            parallel::parallelism_of_maxtext_key(it->first.Scalar(), &is_dcn);
+        if (kind == nullptr || kind->name != axis) continue;
+        if (!is_dcn) return {it->first.Scalar(), it->first};
+        dcn_key = {it->first.Scalar(), it->first};
+    }
+    return dcn_key;
+}
+
+// Whether the model, batch and mesh shard, reported at the section each error names (at the key
+// of a mesh axis, as the file spells it).
 void check_sharding(const MapReader& r, const std::string& path, const RunSpec& spec, Diagnostics& d) {
     for (const auto& e : parallel::sharding_errors(spec.model, spec.training, spec.topology, spec.slice,
                                                    spec.slices, spec.mesh)) {
         std::string top = e.key_path.substr(0, e.key_path.find('.'));
-        std::string full = path.empty() ? e.key_path : path + "." + e.key_path;
-        d.error(r.location(top), full, e.message);
+        std::string key_path = e.key_path;
+        core::SourceLocation where = r.location(top);
+        const YAML::Node mesh = top == "mesh" && r.has("mesh") ? r.raw("mesh") : YAML::Node();
+        if (mesh.IsMap() && key_path.size() > 5 && !mesh[key_path.substr(5)].IsDefined()) {
+            if (auto [key, node] = mesh_axis_key(mesh, key_path.substr(5)); !key.empty()) {
+                key_path = "mesh." + key;
+                where = detail::location_of(node, r.file());
+            }
+        }
+        std::string full = path.empty() ? key_path : path + "." + key_path;
+        d.error(where, full, e.message);
     }
 }
 
@@ -156,7 +191,9 @@ RunSpec parse_run(const YAML::Node& root, const std::string& file, const fs::pat
                                          topology_ok ? cloud_name_hint(*s, spec.topology) : std::string()));
         }
     }
+    const std::size_t errors_before_slices = d.size();
     spec.slices = static_cast<int>(r.integer(run_key("slices")).value_or(spec.slices));
+    const bool slices_ok = d.size() == errors_before_slices;
     spec.twisted_torus = r.boolean(run_key("twisted_torus")).value_or(spec.twisted_torus);
     if (spec.twisted_torus && slice_ok && topology_ok &&
         (!spec.topology.ici.twisted_torus || !network::twistable(spec.slice))) {
@@ -167,7 +204,7 @@ RunSpec parse_run(const YAML::Node& root, const std::string& file, const fs::pat
     }
 
     std::size_t errors_before_mesh = d.size();
-    if (slice_ok) parse_mesh(r, spec, d);
+    if (slice_ok) parse_mesh(r, spec, d, slices_ok);
     bool mesh_ok = slice_ok && d.size() == errors_before_mesh;
 
     // training

@@ -3,8 +3,10 @@
 // Internal to the config module: dotted paths into a run config tree, as sweep axes and `--set`
 // name them (e.g. training.global_batch, mesh.ici.fsdp).
 
+#include <filesystem>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <yaml-cpp/yaml.h>
 
@@ -19,5 +21,12 @@ std::optional<std::string> run_path_error(const std::string& dotted);
 // itself (for a tree that nothing writes into below that key: a copy's nodes live as long as the
 // tree does).
 void set_path(YAML::Node root, const std::string& dotted, const YAML::Node& value, bool share_value = false);
+
+// A key inside a model or topology the config names (model.layers=48 on `model: gpt2-2b`): for
+// each of `paths` below `model.` or `topology.` where that section is a name, the named file's
+// keys are written in place of the name, so that the key is set among them. A name that finds no
+// file is left for the config's reading to report.
+void inline_named_sections(YAML::Node run, const std::vector<std::string>& paths,
+                           const std::filesystem::path& base_dir);
 
 }  // namespace podsim::config::detail

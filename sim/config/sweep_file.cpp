@@ -1,5 +1,6 @@
 #include "config/sweep_file.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <filesystem>
 #include <map>
@@ -239,34 +240,81 @@ SweepPlan SweepPlan::load_tree(const YAML::Node& root, const std::string& path, 
             if (ok && length > 0) impl->axes.push_back(std::move(axis));
         }
     }
+    // An axis into a model or topology the base names (model.layers on `model: gpt2-2b`) sets the
+    // key among the named one's, as --set does, instead of replacing the whole model by that key.
+    if (!impl->base.IsNull() && impl->base.IsMap()) {
+        std::vector<std::string> paths;
+        for (const auto& axis : impl->axes) paths.insert(paths.end(), axis.paths.begin(), axis.paths.end());
+        detail::inline_named_sections(impl->base, paths, impl->base_dir);
+    }
     // A value that is wrong whatever the other axes hold (`remat: ful`, `global_batch: -5`) is a
     // mistake in the sweep file, reported at the value; combinations that do not shard are skipped
     // rows. Each value is applied alone to the base, and an error the loader attaches to that value
     // node under the axis's own path is the value's own (errors of combinations are attached to
-    // their section). A mesh is only valid together with its slice, so mesh axes are left to the
-    // rows.
+    // their section), unless it goes away beside the rest of its zip row or beside some value of
+    // another axis: a check across two keys (`num_experts_per_tok` above `num_experts`, `heads`
+    // not dividing `d_model`) then fails only some rows. A mesh is only valid together with its
+    // slice, so mesh axes are left to the rows.
     if (d.empty()) {
         const core::SourceLocation inserted = detail::location_of(YAML::Clone(YAML::Node("x")), path);
-        for (const auto& axis : impl->axes) {
+        using Writes = std::vector<std::pair<const std::string*, const YAML::Node*>>;
+        // The messages of the errors at `key` with `writes` applied to the base.
+        auto value_errors = [&](const Writes& writes, const std::string& key) {
+            YAML::Node tree = YAML::Clone(impl->base);
+            for (const auto& [at, value] : writes) detail::set_path(tree, *at, *value);
+            core::Diagnostics alone;
+            try {
+                (void)parse_run_node(tree, path, impl->base_dir, alone, impl->cache.get(),
+                                     /*semantic_checks=*/false);
+            } catch (const core::UserError& e) {
+                alone.append(e.diagnostics());
+            }
+            std::vector<std::string> messages;
+            for (const auto& item : alone.items()) {
+                if (item.key_path == key && item.location.line == inserted.line &&
+                    item.location.column == inserted.column) {
+                    messages.push_back(item.message);
+                }
+            }
+            return messages;
+        };
+        // Bounds the parses spent looking for a row that clears a value's error (a sweep of many
+        // wrong values); past it the errors stand as the value's own.
+        std::size_t context_parses_left = 10'000;
+        for (std::size_t a = 0; a < impl->axes.size(); ++a) {
+            const Axis& axis = impl->axes[a];
             for (const auto& row : axis.values) {
-                for (std::size_t p = 0; p < axis.paths.size(); ++p) {
+                for (std::size_t p = 0; p < axis.paths.size() && p < row.size(); ++p) {
                     if (axis.paths[p].rfind("mesh", 0) == 0) continue;
-                    const YAML::Node& value = row[p];
-                    YAML::Node tree = YAML::Clone(impl->base);
-                    detail::set_path(tree, axis.paths[p], value);
-                    core::Diagnostics alone;
-                    try {
-                        (void)parse_run_node(tree, path, impl->base_dir, alone, impl->cache.get(),
-                                             /*semantic_checks=*/false);
-                    } catch (const core::UserError& e) {
-                        alone.append(e.diagnostics());
-                    }
-                    for (const auto& item : alone.items()) {
-                        if (item.key_path == axis.paths[p] && item.location.line == inserted.line &&
-                            item.location.column == inserted.column) {
-                            d.error(detail::location_of(value, path), "axes." + axis.paths[p], item.message);
+                    const std::string& key = axis.paths[p];
+                    std::vector<std::string> messages = value_errors({{&key, &row[p]}}, key);
+                    auto clears = [&](const Writes& writes) {
+                        if (messages.empty() || context_parses_left == 0) return;
+                        --context_parses_left;
+                        const auto still = value_errors(writes, key);
+                        std::erase_if(messages, [&](const std::string& m) {
+                            return std::find(still.begin(), still.end(), m) == still.end();
+                        });
+                    };
+                    Writes own;
+                    for (std::size_t q = 0; q < axis.paths.size() && q < row.size(); ++q)
+                        if (q != p) own.emplace_back(&axis.paths[q], &row[q]);
+                    own.emplace_back(&key, &row[p]);  // written last: a zip row's own value wins
+                    if (own.size() > 1) clears(own);
+                    for (std::size_t b = 0; b < impl->axes.size() && !messages.empty(); ++b) {
+                        if (b == a) continue;
+                        const Axis& other = impl->axes[b];
+                        for (const auto& other_row : other.values) {
+                            Writes writes;
+                            for (std::size_t q = 0; q < other.paths.size() && q < other_row.size(); ++q)
+                                writes.emplace_back(&other.paths[q], &other_row[q]);
+                            writes.insert(writes.end(), own.begin(), own.end());
+                            clears(writes);
+                            if (messages.empty()) break;
                         }
                     }
+                    for (const auto& message : messages)
+                        d.error(detail::location_of(row[p], path), "axes." + key, message);
                 }
             }
         }

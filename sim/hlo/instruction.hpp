@@ -27,6 +27,9 @@ struct OutputOperandAlias {
 };
 
 // One HLO instruction as podsim reads it: what lowering and pricing need, not every attribute.
+inline constexpr std::int64_t kNoTripCount = -1;
+inline constexpr std::int64_t kBadTripCount = -2;
+
 struct Instruction {
     std::string name;
     Opcode opcode = Opcode::parameter;
@@ -40,7 +43,9 @@ struct Instruction {
     std::vector<int> called;
     int body = -1;
     int condition = -1;
-    std::int64_t known_trip_count = -1;  // while: backend_config known_trip_count, -1 if absent
+    // while: backend_config known_trip_count, kNoTripCount if absent, kBadTripCount if it is no
+    // whole number of iterations (negative, not a number, beyond int64)
+    std::int64_t known_trip_count = kNoTripCount;
     std::int64_t parameter_number = -1;
     std::int64_t tuple_index = -1;
     FusionKind fusion_kind = FusionKind::none;

@@ -65,6 +65,13 @@ class Checker {
     }
 
     void instruction(const Computation& c, const Instruction& inst) {
+        // Each dimension is bounded as it is read; their product is not. XLA's ShapeUtil refuses a
+        // shape whose byte size overflows int64 (ValidateShape); 2^200 bytes of a parameter were
+        // reported as memory that does not fit.
+        if (const double bytes = inst.shape.bytes(); !(bytes < 9223372036854775807.0)) {
+            error(c, &inst, fmt::format("its shape holds {:.4g} bytes: more than 2^63 - 1", bytes));
+            return;
+        }
         for (int operand : inst.operands) {
             if (operand < 0 || operand >= static_cast<int>(c.instructions.size())) {
                 error(c, &inst, "an operand is out of range");
@@ -103,6 +110,10 @@ class Checker {
                 if (!valid_computation(inst.body) || !valid_computation(inst.condition))
                     error(c, &inst, "a while needs body= and condition= computations");
                 if (inst.operands.size() != 1) error(c, &inst, "a while takes one operand (the loop state)");
+                if (inst.known_trip_count == kBadTripCount)
+                    error(c, &inst,
+                          "the known_trip_count of its backend_config is not a whole number of iterations "
+                          "(from 0 to 2^63 - 1)");
                 break;
             case Opcode::get_tuple_element: {
                 if (inst.operands.size() != 1) {

@@ -3,9 +3,14 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <cmath>
+#include <optional>
 #include <set>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
+
+#include "core/diagnostics.hpp"
 
 namespace podsim::hlo {
 namespace {
@@ -83,8 +88,8 @@ double operands_bytes(const Computation& c, const Instruction& inst) {
     return sum;
 }
 
-// "16" or 16 in JSON.
-double json_number(const nlohmann::json& j) {
+// "16" or 16 in JSON; nullopt for anything else.
+std::optional<double> json_number(const nlohmann::json& j) {
     if (j.is_number()) return j.get<double>();
     if (j.is_string()) {
         const std::string s = j.get<std::string>();
@@ -92,13 +97,28 @@ double json_number(const nlohmann::json& j) {
         auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
         if (ec == std::errc() && ptr == s.data() + s.size()) return v;
     }
-    return 0.0;
+    return std::nullopt;
 }
 
-std::vector<std::int64_t> json_dims(const nlohmann::json& j) {
+// A member of a JSON object; null where `j` is null, no object, or lacks it (nlohmann's
+// operator[] and value() throw on a member of a number).
+const nlohmann::json* member(const nlohmann::json* j, const char* key) {
+    if (j == nullptr || !j->is_object()) return nullptr;
+    const auto it = j->find(key);
+    return it == j->end() ? nullptr : &*it;
+}
+
+// A list of whole numbers in [0, limit) ("16" or 16), empty where absent; nullopt for anything
+// else (a hostile module's 1e300 would not fit an int64).
+std::optional<std::vector<std::int64_t>> json_whole_numbers(const nlohmann::json* j, double limit) {
     std::vector<std::int64_t> out;
-    if (!j.is_array()) return out;
-    for (const auto& item : j) out.push_back(static_cast<std::int64_t>(json_number(item)));
+    if (j == nullptr) return out;
+    if (!j->is_array()) return std::nullopt;
+    for (const auto& item : *j) {
+        const auto v = json_number(item);
+        if (!v || !(*v >= 0.0 && *v < limit) || *v != std::floor(*v)) return std::nullopt;
+        out.push_back(static_cast<std::int64_t>(*v));
+    }
     return out;
 }
 
@@ -286,16 +306,39 @@ OpWork WorkModel::custom_call(const Computation& c, const Instruction& inst) {
     OpWork w;
     const std::string& target = inst.custom_call_target;
     const double bytes = operands_bytes(c, inst) + result_bytes(inst.shape);
+    // A backend_config that says something else than XLA writes is a mistake in the module.
+    auto config_error = [&](const std::string& what, const nlohmann::json* value,
+                            const std::string& expected) {
+        core::Diagnostics d;
+        d.error({module_.path, inst.line, inst.line > 0 ? 1 : 0}, inst.name,
+                fmt::format("backend_config: {} is {}: expected {}", what, value ? value->dump() : "missing",
+                            expected));
+        throw core::UserError(d);
+    };
     if (target.starts_with("__cublas$gemm") || target.starts_with("__cublas$lt$matmul")) {
         auto config = parse_json(inst.backend_config);
-        if (config && config->contains("gemm_backend_config") && inst.operands.size() >= 2) {
-            const auto& dims = (*config)["gemm_backend_config"]["dot_dimension_numbers"];
+        const nlohmann::json* gemm = config ? member(&*config, "gemm_backend_config") : nullptr;
+        if (gemm && inst.operands.size() >= 2) {
+            if (!gemm->is_object()) config_error("gemm_backend_config", gemm, "an object");
+            const nlohmann::json* dims = member(gemm, "dot_dimension_numbers");
+            if (dims && !dims->is_object())
+                config_error("gemm_backend_config.dot_dimension_numbers", dims, "an object");
+            const Shape& lhs = operand_shape(c, inst, 0);
+            const Shape& rhs = operand_shape(c, inst, 1);
+            auto dimensions = [&](const char* key, const Shape& operand) {
+                const nlohmann::json* list = member(dims, key);
+                auto out = json_whole_numbers(list, static_cast<double>(operand.dims.size()));
+                if (!out)
+                    config_error(fmt::format("gemm_backend_config.dot_dimension_numbers.{}", key), list,
+                                 fmt::format("dimensions of an operand of rank {}", operand.dims.size()));
+                return *out;
+            };
             DotDimensions d;
-            d.lhs_batch = json_dims(dims.value("lhs_batch_dimensions", nlohmann::json::array()));
-            d.rhs_batch = json_dims(dims.value("rhs_batch_dimensions", nlohmann::json::array()));
-            d.lhs_contracting = json_dims(dims.value("lhs_contracting_dimensions", nlohmann::json::array()));
-            d.rhs_contracting = json_dims(dims.value("rhs_contracting_dimensions", nlohmann::json::array()));
-            const Matmul mm = dot_matmul(operand_shape(c, inst, 0), operand_shape(c, inst, 1), d);
+            d.lhs_batch = dimensions("lhs_batch_dimensions", lhs);
+            d.rhs_batch = dimensions("rhs_batch_dimensions", rhs);
+            d.lhs_contracting = dimensions("lhs_contracting_dimensions", lhs);
+            d.rhs_contracting = dimensions("rhs_contracting_dimensions", rhs);
+            const Matmul mm = dot_matmul(lhs, rhs, d);
             w.flops = mm.flops();
             w.mm_batch = mm.batch, w.mm_m = mm.m, w.mm_n = mm.n, w.mm_k = mm.k;
             w.bytes = bytes;
@@ -303,21 +346,31 @@ OpWork WorkModel::custom_call(const Computation& c, const Instruction& inst) {
         }
     } else if (target.starts_with("__cudnn$fmha")) {
         auto config = parse_json(inst.backend_config);
-        if (config && config->contains("cudnn_fmha_backend_config") && inst.operands.size() >= 3) {
-            const auto& fmha = (*config)["cudnn_fmha_backend_config"];
-            const auto scores =
-                json_dims(fmha["intermediate_tensor_shape"].value("dimensions", nlohmann::json::array()));
-            if (scores.size() == 4) {
+        const nlohmann::json* fmha = config ? member(&*config, "cudnn_fmha_backend_config") : nullptr;
+        if (fmha && inst.operands.size() >= 3) {
+            if (!fmha->is_object()) config_error("cudnn_fmha_backend_config", fmha, "an object");
+            const nlohmann::json* shape = member(fmha, "intermediate_tensor_shape");
+            if (shape && !shape->is_object())
+                config_error("cudnn_fmha_backend_config.intermediate_tensor_shape", shape, "an object");
+            const nlohmann::json* list = member(shape, "dimensions");
+            const auto scores = json_whole_numbers(list, static_cast<double>(std::int64_t{1} << 40));
+            if (!scores)
+                config_error("cudnn_fmha_backend_config.intermediate_tensor_shape.dimensions", list,
+                             "a list of sizes");
+            const nlohmann::json* mask = member(fmha, "mask_type");
+            if (mask && !mask->is_string())
+                config_error("cudnn_fmha_backend_config.mask_type", mask, "a string");
+            if (scores->size() == 4) {
                 Attention a;
-                a.batch = static_cast<double>(scores[0]);
-                a.heads = static_cast<double>(scores[1]);
-                a.q = static_cast<double>(scores[2]);
-                a.kv = static_cast<double>(scores[3]);
+                a.batch = static_cast<double>((*scores)[0]);
+                a.heads = static_cast<double>((*scores)[1]);
+                a.q = static_cast<double>((*scores)[2]);
+                a.kv = static_cast<double>((*scores)[3]);
                 const Shape& q = operand_shape(c, inst, 0);
                 const Shape& v = operand_shape(c, inst, 2);
                 a.d_qk = q.dims.empty() ? 0.0 : static_cast<double>(q.dims.back());
                 a.d_v = v.dims.empty() ? 0.0 : static_cast<double>(v.dims.back());
-                a.causal = fmha.value("mask_type", std::string()).find("CAUSAL") != std::string::npos;
+                a.causal = mask && mask->get<std::string>().find("CAUSAL") != std::string::npos;
                 a.backward = target.find("Backward") != std::string::npos;
                 w = attention_work(a);
                 w.bytes = bytes;
@@ -346,19 +399,26 @@ OpWork WorkModel::custom_call(const Computation& c, const Instruction& inst) {
         // Pallas kernels may declare {"custom_call_config": {"cost_estimate": {"flops": ..,
         // "bytes_accessed": ..}}} (jax/_src/tpu_custom_call.py, CostEstimate).
         auto config = parse_json(inst.backend_config);
-        if (config && config->contains("custom_call_config")) {
-            const auto& cc = (*config)["custom_call_config"];
-            if (cc.contains("cost_estimate")) {
-                const auto& cost = cc["cost_estimate"];
-                w.flops = json_number(cost.value("flops", nlohmann::json(0)));
-                const double accessed = json_number(cost.value("bytes_accessed", nlohmann::json(0)));
-                w.bytes = accessed > 0.0 ? accessed : bytes;
-                if (w.flops > 0.0) {
-                    // An unknown shape: a square matmul of the same FLOPs, large enough not to pad.
-                    w.mm_m = w.mm_n = w.mm_k = std::cbrt(w.flops / 2.0);
-                }
-                return w;
+        const nlohmann::json* cost =
+            member(config ? member(&*config, "custom_call_config") : nullptr, "cost_estimate");
+        if (cost) {
+            auto estimate = [&](const char* key) {
+                const nlohmann::json* value = member(cost, key);
+                if (value == nullptr) return 0.0;
+                const auto v = json_number(*value);
+                if (!v || !std::isfinite(*v) || *v < 0.0)
+                    config_error(fmt::format("custom_call_config.cost_estimate.{}", key), value,
+                                 "a finite count from 0");
+                return *v;
+            };
+            w.flops = estimate("flops");
+            const double accessed = estimate("bytes_accessed");
+            w.bytes = accessed > 0.0 ? accessed : bytes;
+            if (w.flops > 0.0) {
+                // An unknown shape: a square matmul of the same FLOPs, large enough not to pad.
+                w.mm_m = w.mm_n = w.mm_k = std::cbrt(w.flops / 2.0);
             }
+            return w;
         }
     }
     ++unknown_targets_[target];

@@ -1,6 +1,8 @@
 #include "hlo/proto_reader.hpp"
 
 #include <algorithm>
+#include <cctype>
+#include <limits>
 #include <map>
 #include <unordered_map>
 
@@ -82,20 +84,26 @@ FusionKind fusion_kind(const std::string& kind) {
     return FusionKind::none;
 }
 
+// As the text reader reads it: kNoTripCount without one, kBadTripCount where "n" holds no whole
+// number of iterations.
 std::int64_t known_trip_count(const std::string& config) {
     const std::size_t at = config.find("known_trip_count");
-    if (at == std::string::npos) return -1;
+    if (at == std::string::npos) return kNoTripCount;
     std::size_t i = config.find("\"n\"", at);
-    if (i == std::string::npos) return -1;
+    if (i == std::string::npos) return kNoTripCount;
     i += 3;
-    while (i < config.size() && (config[i] < '0' || config[i] > '9') && config[i] != '}') ++i;
+    while (i < config.size() &&
+           (config[i] == ' ' || config[i] == ':' || config[i] == '"' || config[i] == '\\'))
+        ++i;
     std::int64_t value = 0;
     bool digits = false;
-    while (i < config.size() && config[i] >= '0' && config[i] <= '9' && value < (std::int64_t{1} << 40)) {
+    while (i < config.size() && config[i] >= '0' && config[i] <= '9') {
+        if (value > (std::numeric_limits<std::int64_t>::max() - 9) / 10) return kBadTripCount;
         value = value * 10 + (config[i++] - '0');
         digits = true;
     }
-    return digits ? value : -1;
+    const bool ends = i == config.size() || !std::isalnum(static_cast<unsigned char>(config[i]));
+    return digits && ends ? value : kBadTripCount;
 }
 
 struct RawInstruction {

@@ -262,17 +262,23 @@ std::string op_name_of(std::string_view metadata) {
     return unescape(metadata.substr(start, std::min(i, metadata.size()) - start));
 }
 
-// known_trip_count {"n":"16"} in a while's backend_config (JSON, possibly as a quoted string).
+// known_trip_count {"n":"16"} in a while's backend_config (JSON, possibly as a quoted string):
+// kNoTripCount without one, kBadTripCount where "n" holds no whole number of iterations.
 std::int64_t known_trip_count(std::string_view config) {
     const std::size_t at = config.find("known_trip_count");
-    if (at == std::string_view::npos) return -1;
+    if (at == std::string_view::npos) return kNoTripCount;
     const std::size_t n = config.find("\"n\"", at);
-    if (n == std::string_view::npos) return -1;
+    if (n == std::string_view::npos) return kNoTripCount;
     std::size_t i = n + 3;
-    while (i < config.size() && !std::isdigit(static_cast<unsigned char>(config[i])) && config[i] != '}') ++i;
+    while (i < config.size() &&
+           (config[i] == ' ' || config[i] == ':' || config[i] == '"' || config[i] == '\\'))
+        ++i;
     std::int64_t value = 0;
     auto [ptr, ec] = std::from_chars(config.data() + i, config.data() + config.size(), value);
-    return ec == std::errc() && ptr != config.data() + i ? value : -1;
+    const bool whole =
+        ec == std::errc() && ptr != config.data() + i && value >= 0 &&
+        (ptr == config.data() + config.size() || !std::isalnum(static_cast<unsigned char>(*ptr)));
+    return whole ? value : kBadTripCount;
 }
 
 std::string unquote(std::string_view value) {

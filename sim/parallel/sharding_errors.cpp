@@ -62,9 +62,10 @@ std::vector<ShardingError> sharding_errors(const workload::ModelSpec& m, const w
         const std::string key = fmt::format("mesh.{}", kind.name);
         if (mesh.ici_size_of(std::string(kind.name)) > 1 && mesh.dcn_size_of(std::string(kind.name)) > 1) {
             errors.push_back(
-                {key, fmt::format("an {} axis over ICI and DCN at once is not modelled: give it in "
-                                  "mesh.ici or in mesh.dcn",
+                {key, fmt::format("an {} axis over ICI and DCN at once is not modelled: split it over "
+                                  "one of them",
                                   kind.name)});
+            continue;  // its size over both would only bring errors in its wake
         }
         if (!m.is_moe()) {
             errors.push_back(
@@ -117,8 +118,8 @@ std::vector<ShardingError> sharding_errors(const workload::ModelSpec& m, const w
         if (mesh.ici_size_of(std::string(staging.name)) > 1 &&
             mesh.dcn_size_of(std::string(staging.name)) > 1) {
             errors.push_back({key,
-                              "pipeline stages over ICI and DCN at once are not modelled: give the "
-                              "pipeline axis in mesh.ici or in mesh.dcn"});
+                              "pipeline stages over ICI and DCN at once are not modelled: split the "
+                              "pipeline axis over one of them"});
         }
         if (m.layers % (stages * p.layers_per_stage) != 0) {
             errors.push_back({key, fmt::format("model.layers ({}) is not divisible by the {} stages x "

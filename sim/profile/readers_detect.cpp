@@ -81,6 +81,10 @@ MeasuredProfile read_profile(const std::string& path) {
     if (first == std::string::npos) profile_error(path, 0, "empty file");
     if (bytes[first] == '{' || bytes[first] == '[') {
         if (bytes.find("\"podStatsSequence\"") != std::string::npos) return read_pod_viewer_profile(path);
+        // XLA memory_analysis() JSON lines hold one compiled step per line: FILE#NAME picks one.
+        if (bytes[first] == '{' && bytes.find("\"memory_analysis\"") != std::string::npos &&
+            bytes.find("\"traceEvents\"") == std::string::npos)
+            return read_xla_memory_jsonl(path, bytes, "");
         return read_chrome_trace(path, bytes);
     }
     if (is_pt_xla_debug_log(bytes) && bytes.find("Metric: ") == std::string::npos)

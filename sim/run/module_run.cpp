@@ -1,5 +1,6 @@
 #include "run/module_run.hpp"
 
+#include <cmath>
 #include <filesystem>
 #include <tuple>
 
@@ -10,6 +11,7 @@
 #include "core/diagnostics.hpp"
 #include "core/gzip.hpp"
 #include "hlo/read_module.hpp"
+#include "workload/training_keys.hpp"
 
 namespace podsim::run {
 namespace {
@@ -105,6 +107,19 @@ ModuleRun run_module(const ModuleRunRequest& request, SimulateOptions options) {
     spec.runtime.async_collectives = true;
     spec.compiled_ops = out.lowered.compiled_kernels;
 
+    // The batch and sequence as a run config bounds them (a seq_len beyond int was cut to it).
+    auto check_size = [](const char* option, const core::Key& key, long value, const std::string& what) {
+        if (auto bound = key.bounds_error(static_cast<double>(value)); !bound.empty())
+            request_error(option, what + bound);
+    };
+    if (request.global_batch != 0)
+        check_size("--global-batch", workload::training_key("training.global_batch"), request.global_batch,
+                   "");
+    if (request.seq_len != 0)
+        check_size("--seq-len", workload::training_key("training.seq_len"), request.seq_len, "");
+    if (request.model.empty() && (request.global_batch != 0 || request.seq_len != 0))
+        request_error(request.global_batch != 0 ? "--global-batch" : "--seq-len",
+                      "counts the model FLOPs of --model, which is not given");
     if (!request.model.empty()) {
         spec.model = config::load_model(request.model);
         workload::TrainingSpec training;
@@ -116,13 +131,24 @@ ModuleRun run_module(const ModuleRunRequest& request, SimulateOptions options) {
                 request_error("--model",
                               "give --global-batch and --seq-len: the module does not say its batch "
                               "(one device, one rank-2 integer input) for MFU");
-            if (training.global_batch <= 0) training.global_batch = tokens->first;
-            if (training.seq_len <= 0) training.seq_len = static_cast<int>(tokens->second);
+            const std::string from_module = "the module's token input gives ";
+            if (training.global_batch <= 0) {
+                check_size("--global-batch", workload::training_key("training.global_batch"), tokens->first,
+                           from_module + "the batch: ");
+                training.global_batch = tokens->first;
+            }
+            if (training.seq_len <= 0) {
+                check_size("--seq-len", workload::training_key("training.seq_len"), tokens->second,
+                           from_module + "the sequence: ");
+                training.seq_len = static_cast<int>(tokens->second);
+            }
         }
         spec.training = training;
         spec.mfu_attention = request.mfu_attention;
     }
-    if (request.model_flops < 0.0) request_error("--model-flops", "must not be negative");
+    if (!(request.model_flops >= 0.0) || !std::isfinite(request.model_flops))
+        request_error("--model-flops",
+                      fmt::format("must be a finite count from 0, found {}", request.model_flops));
     spec.model_flops_per_step = request.model_flops;
 
     SimulationCache cache;

@@ -3,6 +3,9 @@
 // here by hand.
 #include <doctest/doctest.h>
 
+#include <cmath>
+#include <functional>
+
 #include <fmt/format.h>
 
 #include "config/load.hpp"
@@ -11,6 +14,7 @@
 #include "hlo/op_work.hpp"
 #include "hlo/text_reader.hpp"
 #include "memory/buffer_profile.hpp"
+#include "run/module_run.hpp"
 #include "support.hpp"
 
 using namespace podsim;
@@ -129,6 +133,20 @@ TEST_CASE("hlo lowering: a loop runs its trip count, read off its condition") {
     text = replaced(kLoop, "body=%body", "body=%body, backend_config={\"known_trip_count\":{\"n\":\"4\"}}");
     const auto four = kernel_names(lower(text, v4, "1").program);
     CHECK(std::count(four.begin(), four.end(), "y") == 4);
+    // One that is no whole number of iterations is an error at the loop's line, not read as its
+    // digits (-1 ran once) nor passed over for the condition.
+    for (const char* n : {"-1", "abc", "", "4x", "99999999999999999999"}) {
+        CAPTURE(n);
+        text =
+            replaced(kLoop, "body=%body",
+                     fmt::format("body=%body, backend_config={{\"known_trip_count\":{{\"n\":\"{}\"}}}}", n));
+        const std::string bad = error_of([&] { lower(text, v4, "1"); });
+        CHECK(bad.find("m.hlo:24:") != std::string::npos);
+        CHECK(bad.find("known_trip_count of its backend_config is not a whole number") != std::string::npos);
+    }
+    text = replaced(kLoop, "body=%body", "body=%body, backend_config={\"known_trip_count\":{\"n\":0}}");
+    const auto none = kernel_names(lower(text, v4, "1").program);
+    CHECK(std::count(none.begin(), none.end(), "y") == 0);
     // Neither: an error at the loop's line.
     text = replaced(
         replaced(kLoop, "ROOT %lt = pred[] compare(%k, %n), direction=LT", "ROOT %lt = pred[] is-finite(%n)"),
@@ -300,6 +318,98 @@ ENTRY %main (a: bf16[4096,2048], b: bf16[2048,1024], q: bf16[2,512,8,64]) -> f32
     CHECK(pallas.bytes == 1000);
     CHECK_FALSE(pallas.bytes_only);
     CHECK(work.unknown_targets().empty());
+}
+
+TEST_CASE("hlo op work: a library call's backend_config of the wrong types is an error at its line") {
+    // nlohmann's operator[] and value() threw on a member of a number (exit 134); a contracting
+    // dimension 1e300 was cast to int64, an attention batch of -2 or a Pallas cost of -1e30 FLOPs
+    // gave a negative HFU.
+    const std::string text = R"(HloModule calls
+
+ENTRY %main (a: bf16[4096,2048], b: bf16[2048,1024], q: bf16[2,512,8,64]) -> f32[] {
+  %a = bf16[4096,2048]{1,0} parameter(0)
+  %b = bf16[2048,1024]{1,0} parameter(1)
+  %q = bf16[2,512,8,64]{3,2,1,0} parameter(2)
+  %g = (bf16[4096,1024]{1,0}, s8[4194304]{0}) custom-call(%a, %b), custom_call_target="__cublas$lt$matmul", backend_config={"gemm_backend_config":{"dot_dimension_numbers":{"lhs_batch_dimensions":[],"lhs_contracting_dimensions":["1"],"rhs_batch_dimensions":[],"rhs_contracting_dimensions":["0"]}}}
+  %f = (bf16[2,512,8,64]{3,2,1,0}, u8[256]{0}) custom-call(%q, %q, %q), custom_call_target="__cudnn$fmhaSoftmax", backend_config={"cudnn_fmha_backend_config":{"intermediate_tensor_shape":{"dimensions":["2","8","512","512"]},"mask_type":"CAUSAL"}}
+  %p = f32[] custom-call(%a), custom_call_target="tpu_custom_call", backend_config={"custom_call_config": {"body": "AAAA", "cost_estimate": {"bytes_accessed":1000,"flops":123456}}}
+  ROOT %s = f32[] add(%p, %p)
+}
+)";
+    auto work_of = [](const std::string& module, const std::string& name) {
+        const hlo::Module m = hlo::read_text("calls.hlo", module);
+        hlo::WorkModel work(m);
+        const hlo::Computation& c = m.entry_computation();
+        for (const auto& i : c.instructions)
+            if (i.name == name) return work.work(c, i);
+        FAIL("no instruction " << name);
+        return hlo::OpWork{};
+    };
+    CHECK(work_of(text, "f").flops == 2.0 * 2 * 8 * 512 * 512 * (64 + 64) / 2);
+    const std::pair<std::string, std::string> cases[] = {
+        {R"("gemm_backend_config":{)", R"("gemm_backend_config":5,"x":{)"},
+        {R"("dot_dimension_numbers":{)", R"("dot_dimension_numbers":7,"x":{)"},
+        {R"("lhs_contracting_dimensions":["1"])", R"("lhs_contracting_dimensions":[1e300])"},
+        {R"("lhs_contracting_dimensions":["1"])", R"("lhs_contracting_dimensions":["2"])"},
+        {R"("cudnn_fmha_backend_config":{)", R"("cudnn_fmha_backend_config":3,"x":{)"},
+        {R"("dimensions":["2")", R"("dimensions":["-2")"},
+        {R"("mask_type":"CAUSAL")", R"("mask_type":2)"},
+        {R"("flops":123456)", R"("flops":-1e30)"},
+        {R"("bytes_accessed":1000)", R"("bytes_accessed":"x")"},
+    };
+    for (const auto& [from, to] : cases) {
+        CAPTURE(to);
+        const std::string bad = replaced(text, from, to);
+        const std::string name =
+            to.find("flops") != std::string::npos || to.find("bytes") != std::string::npos ? "p"
+            : to.find("gemm") != std::string::npos || to.find("dot_") != std::string::npos ||
+                    to.find("lhs") != std::string::npos
+                ? "g"
+                : "f";
+        const std::string e = error_of([&] { work_of(bad, name); });
+        CHECK(e.find("calls.hlo:") != std::string::npos);
+        CHECK(e.find(name + ": backend_config: ") != std::string::npos);
+    }
+}
+
+TEST_CASE("hlo import options: a batch, sequence or model FLOPs out of bounds is an error") {
+    // --model-flops nan gave MFU 0 and inf an MFU of inf%; --global-batch -4 was passed over,
+    // 99999999999999 x --seq-len 99999999999 (cut to int) gave an MFU of 3.8e20%; --global-batch
+    // without --model was dropped silently.
+    auto run_with = [](auto&& set) {
+        run::ModuleRunRequest request;
+        request.path = "loop.hlo";
+        request.bytes = kLoop;
+        request.topology = source_path("topologies/tpu-v4.yaml");
+        set(request);
+        return run::run_module(request);
+    };
+    const std::pair<std::function<void(run::ModuleRunRequest&)>, std::string> cases[] = {
+        {[](auto& r) { r.model_flops = std::nan(""); },
+         "--model-flops: error: must be a finite count from 0"},
+        {[](auto& r) { r.model_flops = HUGE_VAL; }, "--model-flops: error: must be a finite count from 0"},
+        {[](auto& r) { r.model_flops = -5; }, "--model-flops: error: must be a finite count from 0"},
+        {[](auto& r) {
+             r.model = source_path("models/gpt2-small.yaml");
+             r.global_batch = -4;
+             r.seq_len = 5;
+         },
+         "--global-batch: error: must be positive, found -4"},
+        {[](auto& r) {
+             r.model = source_path("models/gpt2-small.yaml");
+             r.global_batch = 8;
+             r.seq_len = 99999999999;
+         },
+         "--seq-len: error: must be at most 1048576"},
+        {[](auto& r) { r.global_batch = 8; }, "--global-batch: error: counts the model FLOPs of --model"},
+    };
+    for (const auto& [set, expected] : cases) {
+        CAPTURE(expected);
+        const std::string e = error_of([&] { run_with(set); });
+        CHECK(e.find(expected) != std::string::npos);
+    }
+    const auto given = run_with([](auto& r) { r.model_flops = 1e12; });
+    CHECK(given.simulation.report.model_flops_per_step == 1e12);
 }
 
 TEST_CASE("hlo placement: JAX's device order puts the cores of a v3 chip next to each other") {

@@ -157,6 +157,14 @@ TEST_CASE("hlo text: every construct it cannot read is a FILE:LINE:COL error nam
     CHECK(e.find("unknown opcode 'frobnicate'") != std::string::npos);
     e = error_of([&] { hlo::read_text("m.hlo", replace(kSmall, "%zero = s32[]", "%zero = q32[]")); });
     CHECK(e.find("unknown element type 'q32'") != std::string::npos);
+    // Dimensions each in range whose product overflows 64 bits (XLA refuses such a shape): 2^200
+    // bytes were reported as memory that does not fit.
+    e = error_of([&] {
+        hlo::read_text("m.hlo", replace(kSmall, "%one = s32[] constant(1)",
+                                        "%one = s32[1099511627776,1099511627776,1099511627776] constant(1)"));
+    });
+    CHECK(e.find("m.hlo:6:1: error: one: its shape holds 5.317e+36 bytes: more than 2^63 - 1") !=
+          std::string::npos);
     e = error_of(
         [&] { hlo::read_text("m.hlo", replace(kSmall, "tuple(%zero, %w)", "tuple(%zero, %nowhere)")); });
     CHECK(e.find("operand %nowhere") != std::string::npos);

@@ -292,4 +292,70 @@ TEST_CASE("XLA's memory_analysis() from JSON lines: the peak, the grant and whet
         CHECK(message.find("no entry named '1b-b8-nonsense'") != std::string::npos);
         CHECK(message.find("1b-b8-none-flash") != std::string::npos);
     }
+    // No name at all: read as a Chrome trace, it was "no traceEvents: not a Chrome trace".
+    try {
+        profile::read_profile(file);
+        FAIL("no error");
+    } catch (const core::UserError& e) {
+        const std::string message = e.diagnostics().items().front().message;
+        CHECK(message.find("name one as " + file + "#NAME") != std::string::npos);
+        CHECK(message.find("1b-b8-none-flash") != std::string::npos);
+    }
+}
+
+namespace {
+
+std::string replaced(std::string text, const std::string& from, const std::string& to) {
+    const auto at = text.find(from);
+    REQUIRE(at != std::string::npos);
+    return text.replace(at, from.size(), to);
+}
+
+}  // namespace
+
+TEST_CASE(
+    "XLA's memory_analysis() JSON lines with wrong types or sizes: an error at the line, never a crash") {
+    // A name, device or status that is no string threw nlohmann's type_error (exit 134); a byte
+    // count of 1e300 or -5 went into the comparison (inf GiB, -nan%), a bytes_limit of "x" was
+    // dropped silently.
+    const fs::path dir = test::fresh_dir("xla-jsonl");
+    fs::create_directories(dir);
+    const std::string good =
+        R"("memory_analysis": {"argument_size_in_bytes": 100, "temp_size_in_bytes": 200, )"
+        R"("output_size_in_bytes": 100, "alias_size_in_bytes": 100, "host_temp_size_in_bytes": 0, )"
+        R"("peak_memory_in_bytes": 300})";
+    const std::pair<std::string, std::string> cases[] = {
+        {R"({"name": 5})", ":2:1: error: name: expected a string, found 5"},
+        {R"({"name": "e", "device": 7, )" + good + "}", ":2:1: error: device: expected a string, found 7"},
+        {R"({"name": "e", "status": [1], )" + good + "}",
+         ":2:1: error: status: expected a string, found [1]"},
+        {R"({"name": "e", )" + replaced(good, "300}", "1e300}") + "}",
+         ":2:1: error: memory_analysis.peak_memory_in_bytes: entry e: 1e+300 is no byte count"},
+        {R"({"name": "e", )" + replaced(good, "\"temp_size_in_bytes\": 200", "\"temp_size_in_bytes\": -5") +
+             "}",
+         ":2:1: error: memory_analysis.temp_size_in_bytes: entry e: -5 is no byte count"},
+        {R"({"name": "e", )" + replaced(good, "200", "\"200\"") + "}",
+         ":2:1: error: memory_analysis.temp_size_in_bytes: entry e: expected a number, found \"200\""},
+        {R"({"name": "e", "bytes_limit": "x", )" + good + "}",
+         ":2:1: error: bytes_limit: entry e: \"x\" is no byte count"},
+        {R"({"name": "e", "bytes_limit": 0, )" + good + "}",
+         ":2:1: error: bytes_limit: entry e: 0 is no byte count"},
+        {R"({"name": "e", "memory_analysis": [1]})",
+         ":2:1: error: memory_analysis: entry e has no memory_analysis object"},
+        {R"({"name": "e", )", ":2:1: error: not a JSON object"},
+    };
+    for (const auto& [line, expected] : cases) {
+        CAPTURE(line);
+        std::ofstream(dir / "x.jsonl") << R"({"name": "other", "device": "NVIDIA H200", )" << good << "}\n"
+                                       << line << "\n";
+        try {
+            profile::read_profile((dir / "x.jsonl").string() + "#e");
+            FAIL("no error");
+        } catch (const core::UserError& e) {
+            CHECK(e.diagnostics().to_string().find("x.jsonl" + expected) != std::string::npos);
+        }
+    }
+    // The same entry, well formed, reads.
+    std::ofstream(dir / "x.jsonl") << R"({"name": "e", "bytes_limit": null, )" << good << "}\n";
+    CHECK(profile::read_profile((dir / "x.jsonl").string() + "#e").xla_memory->peak() == 300.0);
 }

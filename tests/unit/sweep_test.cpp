@@ -14,6 +14,7 @@
 
 #include <fmt/format.h>
 
+#include "config/load.hpp"
 #include "config/sweep_file.hpp"
 #include "support.hpp"
 #include "sweep/expression.hpp"
@@ -192,6 +193,72 @@ TEST_CASE("a value that shards only with other axes' values is a skipped row, no
     auto second = plan.make(1);
     CHECK_FALSE(second.ok);
     CHECK(second.skip_reason.find("must be divisible") != std::string::npos);
+}
+
+TEST_CASE("a value that is valid only beside another axis's value is a skipped row, not a sweep error") {
+    // num_experts_per_tok 9 exceeds the base's num_experts (8) but not 16, and heads 12 divide
+    // d_model 768 but not the base's 512 (in a zip row or against another axis): each value
+    // fails only some rows. top-k 0 is wrong beside any num_experts and stays a sweep error.
+    fs::path dir = test::fresh_dir("cross-key");
+    fs::create_directories(dir);
+    const std::string base =
+        "base:\n  schema: podsim.run/v1\n  model: {schema: podsim.model/v1, name: m, family: decoder, "
+        "layers: 8,"
+        " d_model: 512, heads: 8, d_ff: 1024, activation: swiglu, vocab: 32000, num_experts: 8,"
+        " num_experts_per_tok: 2}\n  topology: tpu-v4\n  slice: 2x2x2\n  mesh: {expert: 8}\n"
+        "  training: {global_batch: 32, seq_len: 256, sparse_matmul: true}\n";
+    std::ofstream(dir / "s.yaml")
+        << "schema: podsim.sweep/v1\n"
+        << base
+        << "axes:\n  model.num_experts: [8, 16]\n  model.num_experts_per_tok: [2, 9]\n"
+           "zip:\n  model.d_model: [512, 768]\n  model.heads: [8, 12]\n";
+    auto plan = config::SweepPlan::load((dir / "s.yaml").string());
+    REQUIRE(plan.size() == 8);
+    // Index = experts x 4 + top-k x 2 + zip row (the first axis varies slowest).
+    CHECK(plan.make(0).ok);    // 8 experts, top-2, d_model 512
+    CHECK(plan.make(1).ok);    // 8 experts, top-2, d_model 768 and 12 heads
+    auto over = plan.make(2);  // 8 experts, top-9
+    CHECK_FALSE(over.ok);
+    CHECK(over.skip_reason.find("num_experts_per_tok (9) exceeds num_experts (8)") != std::string::npos);
+    CHECK(plan.make(6).ok);  // 16 experts, top-9
+    CHECK(plan.make(7).ok);
+    std::ofstream(dir / "zero.yaml") << "schema: podsim.sweep/v1\n"
+                                     << base << "axes:\n  model.num_experts: [8, 16]\n"
+                                     << "  model.num_experts_per_tok: [0, 2]\n";
+    try {
+        (void)config::SweepPlan::load((dir / "zero.yaml").string());
+        FAIL("accepted num_experts_per_tok 0");
+    } catch (const core::UserError& e) {
+        std::string text = e.diagnostics().to_string();
+        CHECK(text.find("axes.model.num_experts_per_tok: must be positive, found 0") != std::string::npos);
+        CHECK(e.diagnostics().size() == 1);
+    }
+}
+
+TEST_CASE("an axis into a model the base names sets that key of the named model, as --set does") {
+    // configs/default.yaml names `model: gpt2-2b`: model.layers replaced the model by {layers: 4}
+    // (every row skipped for the missing schema, name, d_model...), and model.num_experts_per_tok
+    // on mixtral-8x7b was refused as a key of a dense model.
+    fs::path dir = test::fresh_dir("named-model");
+    fs::create_directories(dir);
+    std::ofstream(dir / "s.yaml") << "schema: podsim.sweep/v1\nbase: "
+                                  << test::source_path("configs/default.yaml")
+                                  << "\naxes:\n  model.layers: [4, 8]\n";
+    auto plan = config::SweepPlan::load((dir / "s.yaml").string());
+    auto four = plan.make(0);
+    REQUIRE(four.ok);
+    const auto gpt2 = config::load_model_file(test::source_path("models/gpt2-2b.yaml"));
+    CHECK(four.spec.model.layers == 4);
+    CHECK(four.spec.model.d_model == gpt2.d_model);
+    CHECK(four.spec.model.name == gpt2.name);
+    std::ofstream(dir / "moe.yaml") << "schema: podsim.sweep/v1\nbase: "
+                                    << test::source_path("configs/mixtral-8x7b-ep4-v6e-256.yaml")
+                                    << "\naxes:\n  model.num_experts_per_tok: [1, 2]\n";
+    auto moe = config::SweepPlan::load((dir / "moe.yaml").string());
+    auto top1 = moe.make(0);
+    REQUIRE(top1.ok);
+    CHECK(top1.spec.model.experts == 8);
+    CHECK(top1.spec.model.experts_per_token == 1);
 }
 
 TEST_CASE("a bad sweep file reports every error with its position") {
