@@ -357,7 +357,9 @@ ENTRY %main (a: bf16[4096,2048], b: bf16[2048,1024], q: bf16[2,512,8,64]) -> f32
         {R"("flops":123456)", R"("flops":-1e30)"},
         {R"("bytes_accessed":1000)", R"("bytes_accessed":"x")"},
     };
-    for (const auto& [from, to] : cases) {
+    for (const auto& c : cases) {
+        const std::string& from = c.first;  // (clang 14 lambdas cannot capture structured bindings)
+        const std::string& to = c.second;
         CAPTURE(to);
         const std::string bad = replaced(text, from, to);
         const std::string name =
@@ -403,7 +405,9 @@ TEST_CASE("hlo import options: a batch, sequence or model FLOPs out of bounds is
          "--seq-len: error: must be at most 1048576"},
         {[](auto& r) { r.global_batch = 8; }, "--global-batch: error: counts the model FLOPs of --model"},
     };
-    for (const auto& [set, expected] : cases) {
+    for (const auto& c : cases) {
+        const auto& set = c.first;  // (clang 14 lambdas cannot capture structured bindings)
+        const std::string& expected = c.second;
         CAPTURE(expected);
         const std::string e = error_of([&] { run_with(set); });
         CHECK(e.find(expected) != std::string::npos);

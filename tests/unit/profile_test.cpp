@@ -344,7 +344,9 @@ TEST_CASE(
          ":2:1: error: memory_analysis: entry e has no memory_analysis object"},
         {R"({"name": "e", )", ":2:1: error: not a JSON object"},
     };
-    for (const auto& [line, expected] : cases) {
+    for (const auto& c : cases) {
+        const std::string& line = c.first;  // (clang 14 cannot capture structured bindings)
+        const std::string& expected = c.second;
         CAPTURE(line);
         std::ofstream(dir / "x.jsonl") << R"({"name": "other", "device": "NVIDIA H200", )" << good << "}\n"
                                        << line << "\n";
