@@ -315,14 +315,19 @@ OpWork WorkModel::custom_call(const Computation& c, const Instruction& inst) {
                             expected));
         throw core::UserError(d);
     };
+    // The member `key` of `parent` (path `path` in the config), which must be an object when present.
+    auto object_member = [&](const nlohmann::json* parent, const char* key, const std::string& path) {
+        const nlohmann::json* value = member(parent, key);
+        if (value && !value->is_object()) config_error(path, value, "an object");
+        return value;
+    };
     if (target.starts_with("__cublas$gemm") || target.starts_with("__cublas$lt$matmul")) {
         auto config = parse_json(inst.backend_config);
-        const nlohmann::json* gemm = config ? member(&*config, "gemm_backend_config") : nullptr;
+        const nlohmann::json* gemm =
+            config ? object_member(&*config, "gemm_backend_config", "gemm_backend_config") : nullptr;
         if (gemm && inst.operands.size() >= 2) {
-            if (!gemm->is_object()) config_error("gemm_backend_config", gemm, "an object");
-            const nlohmann::json* dims = member(gemm, "dot_dimension_numbers");
-            if (dims && !dims->is_object())
-                config_error("gemm_backend_config.dot_dimension_numbers", dims, "an object");
+            const nlohmann::json* dims =
+                object_member(gemm, "dot_dimension_numbers", "gemm_backend_config.dot_dimension_numbers");
             const Shape& lhs = operand_shape(c, inst, 0);
             const Shape& rhs = operand_shape(c, inst, 1);
             auto dimensions = [&](const char* key, const Shape& operand) {
@@ -346,12 +351,12 @@ OpWork WorkModel::custom_call(const Computation& c, const Instruction& inst) {
         }
     } else if (target.starts_with("__cudnn$fmha")) {
         auto config = parse_json(inst.backend_config);
-        const nlohmann::json* fmha = config ? member(&*config, "cudnn_fmha_backend_config") : nullptr;
+        const nlohmann::json* fmha =
+            config ? object_member(&*config, "cudnn_fmha_backend_config", "cudnn_fmha_backend_config")
+                   : nullptr;
         if (fmha && inst.operands.size() >= 3) {
-            if (!fmha->is_object()) config_error("cudnn_fmha_backend_config", fmha, "an object");
-            const nlohmann::json* shape = member(fmha, "intermediate_tensor_shape");
-            if (shape && !shape->is_object())
-                config_error("cudnn_fmha_backend_config.intermediate_tensor_shape", shape, "an object");
+            const nlohmann::json* shape = object_member(
+                fmha, "intermediate_tensor_shape", "cudnn_fmha_backend_config.intermediate_tensor_shape");
             const nlohmann::json* list = member(shape, "dimensions");
             const auto scores = json_whole_numbers(list, static_cast<double>(std::int64_t{1} << 40));
             if (!scores)
