@@ -11,6 +11,7 @@ as dicts; a bug in podsim raises InternalError.
 """
 
 import json
+import numbers
 import os
 from collections.abc import Mapping
 
@@ -79,6 +80,16 @@ def check(config=None, /, **overrides):
     return _podsim.check(*_source(config), _overrides(overrides))
 
 
+def _whole(name, value):
+    """An argument that counts something, as an int: a bool, a string or a number with a fraction is
+    refused rather than truncated (int(1.5) would run a batch of 1)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a whole number, not {type(value).__name__} {value!r}")
+    if not isinstance(value, numbers.Integral) and not float(value).is_integer():
+        raise ValueError(f"{name} must be a whole number, not {value!r}")
+    return int(value)
+
+
 def _module(module):
     """(name, bytes) of a compiled module given as a path or as its HLO text (or proto bytes)."""
     if isinstance(module, os.PathLike):
@@ -108,8 +119,9 @@ def run_hlo(module, /, *, topology="tpu-v4", slice="1", device_order=None, model
     if device_order is not None and not isinstance(device_order, str):
         device_order = ",".join(str(d) for d in device_order)
     report, chrome_trace = _podsim.run_hlo(name, data, os.fspath(topology), str(slice), device_order or "",
-                                           os.fspath(model) if model else "", int(global_batch),
-                                           int(seq_len), float(model_flops),
+                                           os.fspath(model) if model else "",
+                                           _whole("global_batch", global_batch),
+                                           _whole("seq_len", seq_len), float(model_flops),
                                            os.fspath(calibration) if calibration else "", bool(trace))
     if trace:
         return json.loads(report), json.loads(chrome_trace)
@@ -152,7 +164,7 @@ def sweep(sweep, jobs=None):
     None when unknown): name, chips, params, step_time_s, mfu, peak_bytes, fits, compute_s, ...,
     kept. explain('sweep') lists each with its unit and meaning. jobs: threads (default: cores).
     """
-    parameters, rows = _podsim.sweep(*_source(sweep), int(jobs or 0))
+    parameters, rows = _podsim.sweep(*_source(sweep), _whole("jobs", jobs) if jobs is not None else 0)
     for row in rows:
         for name in parameters:
             row[name] = _value(row[name])

@@ -178,6 +178,8 @@ class SweepTest(unittest.TestCase):
         with self.assertRaises(podsim.ConfigError) as caught:
             podsim.sweep(self.SWEEP, jobs=-5)
         self.assertIn("jobs", str(caught.exception))
+        with self.assertRaises(ValueError):
+            podsim.sweep(self.SWEEP, jobs=1.5)
 
 
 class WholeRunTest(unittest.TestCase):
@@ -322,3 +324,16 @@ class HloTest(unittest.TestCase):
         self.assertIn("unknown opcode 'konstant'", str(e.exception))
         with self.assertRaises(podsim.ConfigError):
             podsim.run_hlo(self.TINY, topology="nvidia-h200", slice="2x2x4")
+
+    def test_counts_are_whole_numbers(self):
+        # int(1.5) used to run a batch of 1 without a word.
+        with self.assertRaises(ValueError) as e:
+            podsim.run_hlo(self.TINY, topology="nvidia-h200", model="gpt2-small", global_batch=1.5, seq_len=128)
+        self.assertIn("global_batch must be a whole number, not 1.5", str(e.exception))
+        with self.assertRaises(TypeError):
+            podsim.run_hlo(self.TINY, topology="nvidia-h200", seq_len=True)
+        with self.assertRaises(TypeError):
+            podsim.run_hlo(self.TINY, topology="nvidia-h200", seq_len="128")
+        # A whole number written as a float is that number.
+        self.assertEqual(podsim.run_hlo(self.TINY, topology="nvidia-h200", model="gpt2-small", global_batch=2.0, seq_len=128),
+                         podsim.run_hlo(self.TINY, topology="nvidia-h200", model="gpt2-small", global_batch=2, seq_len=128))

@@ -1,6 +1,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -137,6 +138,11 @@ void check_custom_mesh(const std::string& custom, const core::SourceLocation& wh
             fmt::format("'{}' is not a MaxText custom mesh: hybrid_ring_64x4 or hybrid_ring_32x8", custom));
 }
 
+// "1 chip", "4 chips".
+std::string plural(long count, std::string_view noun) {
+    return fmt::format("{} {}{}", count, noun, count == 1 ? "" : "s");
+}
+
 // Products of mesh sizes are capped far above any slice, so that no product of valid sizes, however
 // many, overflows (each size alone is bounded, their product is not).
 constexpr long kProductCap = 1L << 40;
@@ -145,9 +151,10 @@ long capped_product(long product, long size) {
     return std::min(product * size, kProductCap);
 }
 
+// `counted`: `total` as the messages name it ("4 chips in slice 2x2x1", "1 slice").
 std::vector<network::MeshAxis> resolve_axes(const std::vector<AxisEntry>& entries, long total,
                                             const std::string& path, const core::SourceLocation& where,
-                                            const std::string& what, Diagnostics& d, bool broken,
+                                            const std::string& counted, Diagnostics& d, bool broken,
                                             const std::string& hint = "") {
     std::vector<network::MeshAxis> axes;
     long known = 1;
@@ -171,8 +178,8 @@ std::vector<network::MeshAxis> resolve_axes(const std::vector<AxisEntry>& entrie
         if (!e.size) {
             if (known <= 0 || total % known != 0) {
                 d.error(e.location, path + "." + e.name,
-                        fmt::format("auto cannot fill {} {}: the other axes ({}) do not divide it", total,
-                                    what, product));
+                        fmt::format("auto cannot fill {}: the other axes ({}) do not divide it", counted,
+                                    product));
                 return {};
             }
             size = static_cast<int>(total / known);
@@ -181,7 +188,8 @@ std::vector<network::MeshAxis> resolve_axes(const std::vector<AxisEntry>& entrie
     }
     if (autos == 0 && known != total) {
         d.error(where, path,
-                fmt::format("mesh product is {} but there are {} {}{}", product, total, what, hint));
+                fmt::format("mesh product is {} but there {} {}{}", product, total == 1 ? "is" : "are",
+                            counted, hint));
     }
     return axes;
 }
@@ -305,11 +313,6 @@ void parse_mesh(const MapReader& run, RunSpec& spec, Diagnostics& d, bool slices
         }
         ici = parse_axes(axes, file, "mesh", d, ici_broken);
     }
-    const std::string what =
-        spec.topology.chip.devices_per_chip > 1
-            ? fmt::format("devices in slice {} ({} chips x {} devices per chip)", spec.slice.to_string(),
-                          spec.slice.chips(), spec.topology.chip.devices_per_chip)
-            : fmt::format("chips in slice {}", spec.slice.to_string());
     // A one-chip slice may run a mesh on fewer of its devices (hardware::devices_per_chip_in_use).
     if (std::none_of(ici.begin(), ici.end(), [](const AxisEntry& e) { return !e.size; })) {
         long product = 1;
@@ -317,13 +320,19 @@ void parse_mesh(const MapReader& run, RunSpec& spec, Diagnostics& d, bool slices
         const int in_use = hardware::devices_per_chip_in_use(spec.topology, spec.slice, product);
         if (in_use < spec.topology.chip.devices_per_chip) devices = product;
     }
+    const std::string what =
+        spec.topology.chip.devices_per_chip > 1
+            ? fmt::format("{} in slice {} ({} x {} devices per chip)", plural(devices, "device"),
+                          spec.slice.to_string(), plural(spec.slice.chips(), "chip"),
+                          spec.topology.chip.devices_per_chip)
+            : fmt::format("{} in slice {}", plural(devices, "chip"), spec.slice.to_string());
     spec.mesh.ici = resolve_axes(ici, devices, long_form ? "mesh.ici" : "mesh", ici_where, what, d,
                                  ici_broken, tensorcore_hint(spec, ici));
     // MaxText's form has no mesh.dcn: its dcn_<axis>_parallelism keys multiply to the slices.
-    spec.mesh.dcn =
-        resolve_axes(dcn, spec.slices, maxtext_form && !long_form ? "mesh" : "mesh.dcn",
-                     detail::location_of(node, file), "slices", d, dcn_broken || !slices_ok,
-                     maxtext_form && !long_form ? " (the product of the dcn_<axis>_parallelism keys)" : "");
+    spec.mesh.dcn = resolve_axes(
+        dcn, spec.slices, maxtext_form && !long_form ? "mesh" : "mesh.dcn", detail::location_of(node, file),
+        plural(spec.slices, "slice"), d, dcn_broken || !slices_ok,
+        maxtext_form && !long_form ? " (the product of the dcn_<axis>_parallelism keys)" : "");
     for (const auto& axis : spec.mesh.dcn) {
         const parallel::ParallelismKind* kind = parallel::parallelism_named(axis.name);
         if (kind && !kind->across_slices && axis.size > 1) {

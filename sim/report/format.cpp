@@ -26,8 +26,9 @@ std::string format_table(const RunReport& r) {
     };
     out += fmt::format("podsim: {}\n", r.name);
     const std::string chips = r.devices_per_chip > 1
-                                  ? fmt::format("{} chips, {} devices", r.chips / r.devices_per_chip, r.chips)
-                                  : fmt::format("{} chips", r.chips);
+                                  ? fmt::format("{} chip{}, {} devices", r.chips / r.devices_per_chip,
+                                                r.chips / r.devices_per_chip == 1 ? "" : "s", r.chips)
+                                  : fmt::format("{} chip{}", r.chips, r.chips == 1 ? "" : "s");
     out += fmt::format("  {} on {} slice {}{} ({}), mesh {}, {} ({} collectives)\n\n", r.model, r.topology,
                        r.slice, r.slices > 1 ? fmt::format(" x {} slices", r.slices) : std::string(), chips,
                        r.mesh, r.framework, r.async_collectives ? "async" : "synchronous");

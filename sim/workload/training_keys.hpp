@@ -180,7 +180,7 @@ inline constexpr core::Key kTrainingKeys[] = {
      .default_value = 1,
      .help =
          "(MaxText megablox) the grouped matmul is the megablox kernel; false: jax.lax.ragged_dot, priced "
-         "alike (tiles of tile_batch_seq rows)"},
+         "alike (tiles of tile_batch_seq rows); read only with sparse_matmul: true, as in MaxText"},
     {.path = "training.tile_batch_seq",
      .kind = KeyKind::integer,
      .unit = "tokens",
@@ -209,7 +209,9 @@ inline constexpr core::Key kTrainingKeys[] = {
      .maximum = 65536,
      .help =
          "(MaxText num_pipeline_microbatches) microbatches that flow through the pipeline stages per step, "
-         "a multiple of the stages; each holds global_batch / this sequences"},
+         "a multiple of the stages; each holds global_batch / this sequences (these pipeline keys are read "
+         "only "
+         "with a pipeline mesh axis, as in MaxText)"},
     {.path = "training.num_layers_per_pipeline_stage",
      .kind = KeyKind::integer,
      .unit = "layers",
