@@ -183,20 +183,28 @@ std::string format_json(const RunReport& r) {
 std::string chrome_trace(const std::string& name, const parallel::DeviceProgram& program,
                          const scheduler::Timeline& timeline, const memory::MemoryProfile& memory) {
     auto us = [](core::Time t) { return static_cast<double>(t) / static_cast<double>(core::kMicrosecond); };
-    auto events = nlohmann::json::array();
-    events.push_back(
-        {{"ph", "M"}, {"pid", 1}, {"name", "process_name"}, {"args", {{"name", "podsim: " + name}}}});
+    // Written one event at a time, as a dump of the whole document would write it: a document of
+    // millions of events held as JSON values took many times the text's size.
+    std::string out = R"({"displayTimeUnit":"ms","traceEvents":[)";
+    bool first = true;
+    auto add = [&](const nlohmann::json& event) {
+        if (!first) out += ',';
+        first = false;
+        // Names come from user files: invalid UTF-8 becomes U+FFFD rather than an exception.
+        out += event.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    };
+    add({{"ph", "M"}, {"pid", 1}, {"name", "process_name"}, {"args", {{"name", "podsim: " + name}}}});
     for (std::size_t r = 0; r < program.resources.size(); ++r) {
-        events.push_back({{"ph", "M"},
-                          {"pid", 1},
-                          {"tid", r},
-                          {"name", "thread_name"},
-                          {"args", {{"name", program.resources[r].name}}}});
-        events.push_back({{"ph", "M"},
-                          {"pid", 1},
-                          {"tid", r},
-                          {"name", "thread_sort_index"},
-                          {"args", {{"sort_index", r}}}});
+        add({{"ph", "M"},
+             {"pid", 1},
+             {"tid", r},
+             {"name", "thread_name"},
+             {"args", {{"name", program.resources[r].name}}}});
+        add({{"ph", "M"},
+             {"pid", 1},
+             {"tid", r},
+             {"name", "thread_sort_index"},
+             {"args", {{"sort_index", r}}}});
     }
     for (std::size_t i = 0; i < program.ops.size(); ++i) {
         const auto& op = program.ops[i];
@@ -214,25 +222,23 @@ std::string chrome_trace(const std::string& name, const parallel::DeviceProgram&
             if (op.category == parallel::OpCategory::matmul)
                 args["narrowest_dim"] = std::min({op.mm_m, op.mm_n, op.mm_k});
         }
-        events.push_back({{"ph", "X"},
-                          {"pid", 1},
-                          {"tid", op.resource},
-                          {"name", std::string(op.name)},
-                          {"cat", std::string(parallel::category_name(op.category))},
-                          {"ts", us(span.start)},
-                          {"dur", us(span.end - span.start)},
-                          {"args", args}});
+        add({{"ph", "X"},
+             {"pid", 1},
+             {"tid", op.resource},
+             {"name", std::string(op.name)},
+             {"cat", std::string(parallel::category_name(op.category))},
+             {"ts", us(span.start)},
+             {"dur", us(span.end - span.start)},
+             {"args", std::move(args)}});
     }
-    for (const auto& s : memory.samples) {
-        events.push_back({{"ph", "C"},
-                          {"pid", 1},
-                          {"name", "HBM live bytes"},
-                          {"ts", us(s.time)},
-                          {"args", {{"bytes", s.live_bytes}}}});
-    }
-    nlohmann::json trace = {{"traceEvents", events}, {"displayTimeUnit", "ms"}};
-    // Names come from user files: invalid UTF-8 becomes U+FFFD rather than an exception.
-    return trace.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+    for (const auto& s : memory.samples)
+        add({{"ph", "C"},
+             {"pid", 1},
+             {"name", "HBM live bytes"},
+             {"ts", us(s.time)},
+             {"args", {{"bytes", s.live_bytes}}}});
+    out += "]}\n";
+    return out;
 }
 
 }  // namespace podsim::report
