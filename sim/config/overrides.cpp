@@ -87,7 +87,10 @@ void set_path(YAML::Node root, const std::string& path, const YAML::Node& value,
     node[keys.back()] = share_value ? value : YAML::Clone(value);
 }
 
-void inline_named_sections(YAML::Node run, const std::vector<std::string>& paths, const fs::path& base_dir) {
+std::vector<std::pair<std::string, std::string>> inline_named_sections(YAML::Node run,
+                                                                       const std::vector<std::string>& paths,
+                                                                       const fs::path& base_dir) {
+    std::vector<std::pair<std::string, std::string>> inlined;
     for (const char* section : {"model", "topology"}) {
         const std::string inside = std::string(section) + ".";
         const bool sets_inside = std::any_of(paths.begin(), paths.end(),
@@ -102,7 +105,24 @@ void inline_named_sections(YAML::Node run, const std::vector<std::string>& paths
         YAML::Node named = load_yaml_file(named_file->string(), local);
         if (!local.empty() || !named.IsMap()) continue;
         run[section] = named;
+        inlined.emplace_back(section, named_file->string());
     }
+    return inlined;
+}
+
+std::vector<std::pair<std::string, std::string>> set_paths(YAML::Node root,
+                                                           const std::vector<PathWrite>& writes,
+                                                           const fs::path& base_dir) {
+    auto whole_section = [](const std::string& path) { return path == "model" || path == "topology"; };
+    std::vector<std::string> paths;
+    for (const auto& w : writes) {
+        paths.push_back(*w.path);
+        if (whole_section(*w.path)) set_path(root, *w.path, *w.value);
+    }
+    auto inlined = inline_named_sections(root, paths, base_dir);
+    for (const auto& w : writes)
+        if (!whole_section(*w.path)) set_path(root, *w.path, *w.value);
+    return inlined;
 }
 
 }  // namespace detail
@@ -136,28 +156,33 @@ RunSpec parse_with_overrides(YAML::Node run, const std::string& file, const fs::
         d.error(detail::location_of(run, file), prefix, "expected a run config (a mapping)");
         throw core::UserError(d);
     }
-    std::vector<std::string> paths;
-    for (const auto& o : overrides) paths.push_back(o.path);
-    detail::inline_named_sections(run, paths, base_dir);
-    for (const auto& o : overrides) {
+    std::vector<YAML::Node> values(overrides.size());
+    std::vector<detail::PathWrite> writes;
+    for (std::size_t i = 0; i < overrides.size(); ++i) {
+        const auto& o = overrides[i];
         if (auto error = detail::run_path_error(o.path)) {
             d.error({o.origin, 0, 0}, o.path, *error);
             continue;
         }
-        YAML::Node value;
         try {
-            value = YAML::Load(o.value);
+            values[i] = YAML::Load(o.value);
         } catch (const YAML::Exception& e) {
             d.error({o.origin, 0, 0}, o.path, fmt::format("cannot read the value as YAML: {}", e.msg));
             continue;
         }
-        detail::set_path(run, o.path, value);
+        writes.push_back({&o.path, &values[i]});
     }
+    const auto inlined = detail::set_paths(run, writes, base_dir);
     core::Diagnostics parsed;
     RunSpec spec = parse_run(run, file, base_dir, prefix, parsed);
-    // A value an override brought in is the override's mistake, not the file's.
+    // A value an override brought in is the override's mistake, not the file's; one in a model or
+    // topology written in place of its name is at its line in that file.
     for (const auto& item : parsed.items()) {
         core::SourceLocation location = item.location;
+        for (const auto& [section, named_file] : inlined)
+            if (location.file == file &&
+                below(item.key_path, prefix.empty() ? section : prefix + "." + section))
+                location.file = named_file;
         for (const auto& o : overrides) {
             if (below(item.key_path, prefix.empty() ? o.path : prefix + "." + o.path))
                 location = {o.origin, 0, 0};

@@ -26,7 +26,22 @@ void set_path(YAML::Node root, const std::string& dotted, const YAML::Node& valu
 // each of `paths` below `model.` or `topology.` where that section is a name, the named file's
 // keys are written in place of the name, so that the key is set among them. A name that finds no
 // file is left for the config's reading to report.
-void inline_named_sections(YAML::Node run, const std::vector<std::string>& paths,
-                           const std::filesystem::path& base_dir);
+// Returns the sections it wrote, each with the file it read.
+std::vector<std::pair<std::string, std::string>> inline_named_sections(YAML::Node run,
+                                                                       const std::vector<std::string>& paths,
+                                                                       const std::filesystem::path& base_dir);
+
+// One write of set_paths: a dotted path and its value.
+struct PathWrite {
+    const std::string* path;
+    const YAML::Node* value;
+};
+
+// set_path for each of `writes`, a whole model or topology first: a key inside one
+// (model.num_experts) is then set among the keys of the one named (model: llama3-8b), whichever
+// of the two is written first. Returns what inline_named_sections inlined.
+std::vector<std::pair<std::string, std::string>> set_paths(YAML::Node root,
+                                                           const std::vector<PathWrite>& writes,
+                                                           const std::filesystem::path& base_dir);
 
 }  // namespace podsim::config::detail

@@ -257,11 +257,11 @@ SweepPlan SweepPlan::load_tree(const YAML::Node& root, const std::string& path, 
     // slice, so mesh axes are left to the rows.
     if (d.empty()) {
         const core::SourceLocation inserted = detail::location_of(YAML::Clone(YAML::Node("x")), path);
-        using Writes = std::vector<std::pair<const std::string*, const YAML::Node*>>;
+        using Writes = std::vector<detail::PathWrite>;
         // The messages of the errors at `key` with `writes` applied to the base.
         auto value_errors = [&](const Writes& writes, const std::string& key) {
             YAML::Node tree = YAML::Clone(impl->base);
-            for (const auto& [at, value] : writes) detail::set_path(tree, *at, *value);
+            (void)detail::set_paths(tree, writes, impl->base_dir);
             core::Diagnostics alone;
             try {
                 (void)parse_run_node(tree, path, impl->base_dir, alone, impl->cache.get(),
@@ -298,8 +298,8 @@ SweepPlan SweepPlan::load_tree(const YAML::Node& root, const std::string& path, 
                     };
                     Writes own;
                     for (std::size_t q = 0; q < axis.paths.size() && q < row.size(); ++q)
-                        if (q != p) own.emplace_back(&axis.paths[q], &row[q]);
-                    own.emplace_back(&key, &row[p]);  // written last: a zip row's own value wins
+                        if (q != p) own.push_back({&axis.paths[q], &row[q]});
+                    own.push_back({&key, &row[p]});  // written last: a zip row's own value wins
                     if (own.size() > 1) clears(own);
                     for (std::size_t b = 0; b < impl->axes.size() && !messages.empty(); ++b) {
                         if (b == a) continue;
@@ -307,7 +307,7 @@ SweepPlan SweepPlan::load_tree(const YAML::Node& root, const std::string& path, 
                         for (const auto& other_row : other.values) {
                             Writes writes;
                             for (std::size_t q = 0; q < other.paths.size() && q < other_row.size(); ++q)
-                                writes.emplace_back(&other.paths[q], &other_row[q]);
+                                writes.push_back({&other.paths[q], &other_row[q]});
                             writes.insert(writes.end(), own.begin(), own.end());
                             clears(writes);
                             if (messages.empty()) break;
@@ -427,14 +427,22 @@ SweepPlan::Instance SweepPlan::make_instance(std::size_t index, const std::vecto
     // value has not changed is set already.
     std::vector<std::size_t> tree_choice;
     if (impl_->reuses_tree) tree_choice.swap(impl_->tree_choice);
+    // A tree of its own may take a whole model and a key inside it (detail::set_paths); the shared
+    // tree's axes write no key inside another's (reusable_tree).
+    std::vector<detail::PathWrite> writes;
     for (std::size_t a = 0; a < impl_->axes.size(); ++a) {
         const Axis& axis = impl_->axes[a];
         const bool set = tree_choice.empty() || tree_choice[a] != choice[a];
         for (std::size_t p = 0; p < axis.paths.size(); ++p) {
-            if (set) detail::set_path(tree, axis.paths[p], axis.values[choice[a]][p], impl_->reuses_tree);
+            if (impl_->reuses_tree) {
+                if (set) detail::set_path(tree, axis.paths[p], axis.values[choice[a]][p], true);
+            } else {
+                writes.push_back({&axis.paths[p], &axis.values[choice[a]][p]});
+            }
             instance.values.push_back(axis.shown[choice[a]][p]);
         }
     }
+    if (!writes.empty()) (void)detail::set_paths(tree, writes, impl_->base_dir);
     tree["name"] = fmt::format("{}[{}]", impl_->name, index);
     // Paths in the written config must not depend on where it is written. (The shared tree keeps
     // them: its axes set no paths there, reusable_tree.)

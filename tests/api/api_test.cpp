@@ -1,6 +1,7 @@
 #include <doctest/doctest.h>
 
 #include <string>
+#include <vector>
 
 #include "podsim/podsim.hpp"
 
@@ -69,6 +70,27 @@ TEST_CASE("override mistakes are reported at the override, all at once with the 
           "'zero'\n"
           "inline.yaml:6:57: error: training.optimizer: 'adamm' is not one of adam, adamw, adafactor, sgd "
           "(did you mean 'adam'?)\n");
+}
+
+TEST_CASE("a key inside a model set beside the model's name is set among the named model's keys") {
+    const std::string config = source_path("configs/mixtral-8x7b-ep4-v6e-256.yaml");
+    // Either order: the whole model is written first (models/llama3-8b.yaml: 32 layers, dense).
+    for (const auto& overrides :
+         {std::vector<podsim::Override>{podsim::parse_override("model=llama3-8b"),
+                                        podsim::parse_override("model.num_experts=8")},
+          std::vector<podsim::Override>{podsim::parse_override("model.num_experts=8"),
+                                        podsim::parse_override("model=llama3-8b")}}) {
+        auto spec = podsim::load_run(config, overrides);
+        CHECK(spec.model.name == "llama3-8b");
+        CHECK(spec.model.layers == 32);
+        CHECK(spec.model.experts == 8);
+    }
+    // A mistake the override makes inside the named model's own keys is at that file's line.
+    const std::string error =
+        errors_of([&] { podsim::load_run(config, {podsim::parse_override("model.num_experts=1")}); });
+    CHECK(error.rfind(source_path("models/mixtral-8x7b.yaml") + ":", 0) == 0);
+    CHECK(error.find("model.num_experts_per_tok: num_experts_per_tok applies to mixture-of-experts models") !=
+          std::string::npos);
 }
 
 TEST_CASE("a run config as JSON text simulates like the YAML file") {

@@ -259,6 +259,21 @@ TEST_CASE("an axis into a model the base names sets that key of the named model,
     REQUIRE(top1.ok);
     CHECK(top1.spec.model.experts == 8);
     CHECK(top1.spec.model.experts_per_token == 1);
+    // A model axis beside a key inside the model: the key among each named model's (it replaced the
+    // named model by {num_experts: N}, and every row was skipped for the missing schema, name, ...).
+    std::ofstream(dir / "models.yaml")
+        << "schema: podsim.sweep/v1\nbase: " << test::source_path("configs/mixtral-8x7b-ep4-v6e-256.yaml")
+        << "\naxes:\n  model.num_experts: [8, 16]\n"
+           "  model: [mixtral-8x7b, llama4-scout-17b-16e]\n";
+    auto models = config::SweepPlan::load((dir / "models.yaml").string());
+    REQUIRE(models.size() == 4);
+    const auto scout = config::load_model_file(test::source_path("models/llama4-scout-17b-16e.yaml"));
+    for (std::size_t i = 0; i < models.size(); ++i) {
+        auto instance = models.make(i);
+        REQUIRE(instance.ok);
+        CHECK(instance.spec.model.experts == (i < 2 ? 8 : 16));
+        CHECK(instance.spec.model.name == (i % 2 == 0 ? std::string("mixtral-8x7b") : scout.name));
+    }
 }
 
 TEST_CASE("a bad sweep file reports every error with its position") {
