@@ -45,7 +45,17 @@ int command_collective(const CollectiveOptions& o) {
             option_error("podsim collective", "--sweep-bytes", "write a range such as 1KiB..4GiB");
         double lo = parse_bytes("--sweep-bytes", o.sweep.substr(0, dots));
         double hi = parse_bytes("--sweep-bytes", o.sweep.substr(dots + 2));
-        for (double b = lo; b <= hi * (1 + 1e-9); b *= 2) sizes.push_back(b);
+        if (lo > hi)
+            option_error("podsim collective", "--sweep-bytes",
+                         fmt::format("the range starts above its end ({:.0f} > {:.0f} bytes)", lo, hi));
+        // Doubling: 64 sizes span a factor of 2^63, more than any range of bytes worth timing.
+        constexpr std::size_t kMaxSizes = 64;
+        for (double b = lo; b <= hi * (1 + 1e-9); b *= 2) {
+            if (sizes.size() == kMaxSizes)
+                option_error("podsim collective", "--sweep-bytes",
+                             fmt::format("the range spans more than {} doublings", kMaxSizes));
+            sizes.push_back(b);
+        }
     } else {
         sizes.push_back(request.bytes);
     }

@@ -112,6 +112,10 @@ CollectiveRequest collective_request(const CollectiveQuery& q) {
         auto axes = network::parse_axis_list(q.mesh);
         if (!axes)
             query_error("mesh", fmt::format("'{}' is not name=size,... (e.g. fsdp=16,tensor=4)", q.mesh));
+        for (std::size_t a = 0; a < axes->size(); ++a)
+            for (std::size_t b = 0; b < a; ++b)
+                if ((*axes)[a].name == (*axes)[b].name)
+                    query_error("mesh", fmt::format("axis '{}' given twice", (*axes)[a].name));
         request.mesh.ici = *axes;
     }
     if (request.mesh.ici.empty())

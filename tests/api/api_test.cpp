@@ -136,6 +136,10 @@ TEST_CASE("collectives by query, with errors at the query's key") {
     q.bytes = "-1 MiB";
     CHECK(errors_of([&] { podsim::collective_request(q); }) ==
           "podsim collective: error: bytes: must be positive\n");
+    q.bytes = "64MiB";
+    q.mesh = "fsdp=4,tensor=4,fsdp=1";  // a run config's mesh refuses it too
+    CHECK(errors_of([&] { podsim::collective_request(q); }) ==
+          "podsim collective: error: mesh: axis 'fsdp' given twice\n");
 }
 
 TEST_CASE("explain names what it can explain") {

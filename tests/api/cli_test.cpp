@@ -394,3 +394,17 @@ TEST_CASE("docs/sweep-directories.md: the resume example prints what the page sh
     CHECK(output == expected);
     fs::remove_all(dir);
 }
+
+TEST_CASE("collective --sweep-bytes: a range that runs backwards or past 64 doublings is an error") {
+    auto backwards = podsim("collective --slice 4x4x4 --sweep-bytes 1KiB..1B");
+    CHECK(backwards.code == 2);
+    CHECK(backwards.output.find("--sweep-bytes: the range starts above its end (1024 > 1 bytes)") !=
+          std::string::npos);
+    auto endless = podsim("collective --slice 4x4x4 --sweep-bytes 1B..1e300B");
+    CHECK(endless.code == 2);
+    CHECK(endless.output.find("the range spans more than 64 doublings") != std::string::npos);
+    auto doubling = podsim("collective --slice 4x4x4 --sweep-bytes 1KiB..4KiB");
+    CHECK(doubling.code == 0);
+    CHECK(doubling.output.find("\n1024,") != std::string::npos);
+    CHECK(doubling.output.find("\n4096,") != std::string::npos);
+}
