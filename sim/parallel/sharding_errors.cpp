@@ -49,7 +49,8 @@ std::vector<ShardingError> sharding_errors(const workload::ModelSpec& m, const w
                               fmt::format("the sequence ({} tokens) is not divisible by the {} axis ({})",
                                           m.tokens_per_sample(t.seq_len), kind.name, tensor)});
         }
-        if (m.d_ff % tensor != 0) {
+        // Dense MLP layers split d_ff; MoE layers base_moe_mlp_dim (below; d_ff when not given).
+        if (m.moe_layers() < m.layers && m.d_ff % tensor != 0) {
             errors.push_back({key, fmt::format("model.d_ff ({}) is not divisible by the {} axis ({})", m.d_ff,
                                                kind.name, tensor)});
         }
@@ -91,10 +92,10 @@ std::vector<ShardingError> sharding_errors(const workload::ModelSpec& m, const w
             errors.push_back(
                 {"training.capacity_factor",
                  fmt::format(
-                     "{} leaves each expert int(ceil({} tokens x {} / {} experts) x {}) = 0 tokens of a "
+                     "{} leaves each expert int(ceil({} token{} x {} / {} experts) x {}) = 0 tokens of a "
                      "sequence: give at least {:.6g} (or 0 or below for dropless)",
-                     t.capacity_factor, tokens, m.experts_per_token, m.experts, t.capacity_factor,
-                     1.0 / m.tokens_per_expert(tokens))});
+                     t.capacity_factor, tokens, tokens == 1 ? "" : "s", m.experts_per_token, m.experts,
+                     t.capacity_factor, 1.0 / m.tokens_per_expert(tokens))});
         }
         for (const auto& kind : kParallelisms) {
             if (!splits(kind, workload::Shard::tensor)) continue;

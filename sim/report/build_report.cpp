@@ -115,8 +115,24 @@ double model_flops_per_step(const workload::ModelSpec& model, const workload::Tr
     double tokens = static_cast<double>(training.global_batch) * model.tokens_per_sample(training.seq_len);
     // The parameters a token goes through: an MoE layer's routed experts counted num_experts_per_tok
     // times, not num_experts (MaxText maxtext_utils.calculate_tflops_training_per_device).
-    double n = static_cast<double>(workload::count_params(model).active);
-    double flops = 6.0 * n * tokens;
+    const workload::ParamCount params = workload::count_params(model);
+    double flops = 6.0 * static_cast<double>(params.active) * tokens;
+    // Dropping experts (sparse_matmul false, capacity_factor above 0) whose capacity is below the
+    // tokens routed to them (even routing, as the partitioner assumes) leave the rest of each
+    // token's k expert visits undone: those are not model FLOPs. MaxText counts every visit
+    // whatever the capacity; the two agree for capacity_factor >= 1.
+    if (model.is_moe() && !training.sparse_matmul && training.capacity_factor > 0.0) {
+        const int sequence = model.tokens_per_sample(training.seq_len);
+        const double visits = static_cast<double>(sequence) * model.experts_per_token;
+        const double taken = std::min(
+            visits, static_cast<double>(model.experts) *
+                        static_cast<double>(model.expert_capacity(sequence, training.capacity_factor)));
+        if (visits > 0.0 && taken < visits) {
+            const double expert = static_cast<double>(params.routed_experts_per_moe_layer) / model.experts;
+            flops -=
+                6.0 * tokens * model.experts_per_token * expert * model.moe_layers() * (1.0 - taken / visits);
+        }
+    }
     if (with_attention) {
         flops += 12.0 * model.layers * static_cast<double>(model.tokens_per_sample(training.seq_len)) *
                  static_cast<double>(model.attention_width()) * tokens;

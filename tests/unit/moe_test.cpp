@@ -120,6 +120,51 @@ TEST_CASE("MFU counts the activated experts; HFU what runs, capacity padding inc
     CHECK(more.report.hardware_flops_per_step > sim.report.hardware_flops_per_step);
 }
 
+TEST_CASE("MFU leaves out the expert visits a capacity below the routed tokens drops") {
+    const auto m = moe_model_spec();
+    const double tokens = 8 * kSeq;
+    const double active = static_cast<double>(workload::count_params(m).active);
+    // Each expert's parameters: up (2 x 1024 x 4096, gated) and down (4096 x 1024).
+    const double expert = 3 * kD * kFf;
+    // capacity_factor 0.25: int(ceil(2048 x 2 / 8) x 0.25) = 128 slots per expert and sequence, 8 x
+    // 128 = 1024 of the 4096 visits a sequence's tokens make: three quarters of the routed experts'
+    // FLOPs (k = 2 of them per token, 4 MoE layers) are not done.
+    const auto dropping = moe_run("{fsdp: 8}", ", capacity_factor: 0.25, sparse_matmul: false");
+    CHECK(dropping.report.model_flops_per_step ==
+          doctest::Approx(6.0 * tokens * (active - 0.75 * 2 * expert * 4)));
+    CHECK(dropping.report.mfu < dropping.report.hfu);
+    // At 1 the slots take every visit: MaxText's count, every token's k experts.
+    const auto even = moe_run("{fsdp: 8}", ", capacity_factor: 1, sparse_matmul: false");
+    CHECK(even.report.model_flops_per_step == doctest::Approx(6.0 * active * tokens));
+}
+
+TEST_CASE("every layer MoE with its own expert width: d_ff need not divide by the tensor axis") {
+    // No layer runs a d_ff-wide MLP: base_moe_mlp_dim is what the tensor axis splits.
+    auto spec = [](int d_ff, const std::string& expert_width) -> run::RunSpec {
+        return test::run_from_text(fmt::format(R"(
+schema: podsim.run/v1
+model: {{schema: podsim.model/v1, name: all-moe, family: decoder, layers: 4, d_model: 1024, heads: 8,
+        d_ff: {}, activation: swiglu, vocab: 256, num_experts: 8, num_experts_per_tok: 2{}}}
+topology: tpu-v4
+slice: 2x2x2
+mesh: {{tensor: 8}}
+training: {{global_batch: 8, seq_len: 2048}}
+)",
+                                               d_ff, expert_width));
+    };
+    CHECK(run::semantic_errors(spec(1001, ", base_moe_mlp_dim: 4096")).empty());
+    // Without base_moe_mlp_dim the experts are d_ff wide, and d_ff must divide: said once.
+    std::string errors;
+    try {
+        (void)spec(1001, "");
+    } catch (const core::UserError& e) {
+        errors = e.diagnostics().to_string();
+    }
+    CHECK(errors ==
+          "<test>:7:7: error: mesh.tensor: model.base_moe_mlp_dim (1001) is not divisible by the tensor axis "
+          "(8)\n");
+}
+
 TEST_CASE("dropless grouped matmul: token rows in tiles, one tile more per group boundary") {
     // megablox gmm (jax make_group_metadata): 2048 x 2 rows in tiles of 512, and 8 - 1 tiles more
     // where a group starts inside a tile: (8 + 7) x 512 rows.
