@@ -192,7 +192,8 @@ std::optional<long long> read_integer(const YAML::Node& node, const std::string&
     long long value = 0;
     auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
     if (ec == std::errc::result_out_of_range) {
-        diagnostics.error(location_of(node, file), path, fmt::format("'{}' is too large", s));
+        diagnostics.error(location_of(node, file), path,
+                          fmt::format("'{}' is too {}", s, s.starts_with('-') ? "small" : "large"));
         return std::nullopt;
     }
     if (ec != std::errc() || ptr != s.data() + s.size()) {
@@ -335,7 +336,12 @@ std::optional<long long> MapReader::integer(const core::Key& key, std::optional<
     if (!has(name) && key.has_default()) return key.integer_default();
     // Read as 64-bit with no lower limit here: the declared bounds give the message.
     auto value = integer(name, required.value_or(key.required), std::numeric_limits<long long>::min());
-    if (value && !check_bounds(key, static_cast<double>(*value))) return std::nullopt;
+    if (value) {
+        if (std::string why = key.bounds_error(*value); !why.empty()) {
+            error(name, why);
+            return std::nullopt;
+        }
+    }
     return value;
 }
 

@@ -1,5 +1,7 @@
 #include "core/key.hpp"
 
+#include <cmath>
+
 #include <fmt/format.h>
 
 namespace podsim::core {
@@ -23,8 +25,10 @@ std::string_view base_unit(Dimension dimension) {
 
 std::string format_value(const Key& key, double value) {
     if (key.kind == KeyKind::quantity) return fmt::format("{:g} {}", value, base_unit(key.dimension));
-    if (key.kind == KeyKind::integer || key.kind == KeyKind::shape)
+    // Whole numbers beyond long long's range (a bound of 1e300) are written as doubles.
+    if ((key.kind == KeyKind::integer || key.kind == KeyKind::shape) && std::abs(value) < 9.2e18)
         return fmt::format("{}", static_cast<long long>(value));
+    if (key.kind == KeyKind::integer || key.kind == KeyKind::shape) return fmt::format("{:.0f}", value);
     return fmt::format("{:g}", value);
 }
 
@@ -91,17 +95,23 @@ std::string Key::bounds_text() const {
 }
 
 std::string Key::bounds_error(double value) const {
+    return bounds_error(value, format_value(*this, value));
+}
+
+std::string Key::bounds_error(long long value) const {
+    return bounds_error(static_cast<double>(value), std::to_string(value));
+}
+
+std::string Key::bounds_error(double value, const std::string& found) const {
     const std::string what = kind == KeyKind::shape ? " chips" : "";
     if (positive && value <= 0) return "must be positive";
     if (value < minimum) {
-        if (minimum == 1 && kind == KeyKind::integer)
-            return fmt::format("must be positive, found {}", format_value(*this, value));
-        return fmt::format("must be at least {}{}, found {}", format_value(*this, minimum), what,
-                           format_value(*this, value));
+        if (minimum == 1 && kind == KeyKind::integer) return fmt::format("must be positive, found {}", found);
+        return fmt::format("must be at least {}{}, found {}", format_value(*this, minimum), what, found);
     }
     if (value > maximum) {
-        std::string message = fmt::format("must be at most {}{}, found {}", format_value(*this, maximum),
-                                          what, format_value(*this, value));
+        std::string message =
+            fmt::format("must be at most {}{}, found {}", format_value(*this, maximum), what, found);
         if (!source.empty()) message += fmt::format(" ({})", source);
         return message;
     }

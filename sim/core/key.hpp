@@ -75,6 +75,11 @@ struct Key {
     std::string bounds_text() const;  // "[1, 1024]" or "" when unbounded
     // Why `value` is outside the bounds, or "" when it is inside.
     std::string bounds_error(double value) const;
+    // The same for an integer as it was written (past 2^53 a double would misquote it).
+    std::string bounds_error(long long value) const;
+
+  private:
+    std::string bounds_error(double value, const std::string& found) const;
 };
 
 // The key of `keys` at `path`; a compile-time error when there is none.

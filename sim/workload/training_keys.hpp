@@ -163,10 +163,12 @@ inline constexpr core::Key kTrainingKeys[] = {
      .default_value = -1,
      .minimum = -1,
      .maximum = 64,
-     .help = "(MaxText capacity_factor) above 0, MoE experts drop tokens: each takes int(ceil(seq_len x "
-             "num_experts_per_tok / num_experts) x this) per sequence, dispatched and combined by one-hot "
-             "einsums; "
-             "0 or below: dropless",
+     .help =
+         "(MaxText capacity_factor) above 0, MoE experts drop tokens: each takes int(ceil(seq_len x "
+         "num_experts_per_tok / num_experts) x this) per sequence, dispatched and combined by one-hot "
+         "einsums; "
+         "0 or below: dropless. Read only with sparse_matmul: false: podsim models the grouped matmuls as "
+         "dropless",
      .source = "MaxText layers/moe.py generate_masks"},
     {.path = "training.sparse_matmul",
      .kind = KeyKind::boolean,
