@@ -16,6 +16,8 @@ constexpr int kUserErrorExit = 2;
 // Exit code of a bug in podsim (core::InternalError): 128 + SIGABRT, what a shell reported when a
 // broken invariant aborted the process, so scripts that test for it keep working.
 constexpr int kInternalErrorExit = 134;
+// Exit code of a command that ran out of the machine's memory: neither the input's fault nor a bug.
+constexpr int kOutOfMemoryExit = 3;
 
 // A subcommand: its CLI11 node (parsed or not) and what it does once parsed. Each add_* function
 // declares the subcommand's options and owns their storage through `run`.

@@ -1,5 +1,6 @@
 #include <exception>
 #include <iostream>
+#include <new>
 #include <vector>
 
 #include <fmt/format.h>
@@ -42,6 +43,10 @@ int main(int argc, char** argv) {
     } catch (const podsim::core::InternalError& e) {
         std::cerr << "podsim: " << e.what() << "\n";
         return kInternalErrorExit;
+    } catch (const std::bad_alloc&) {
+        std::cerr << "podsim: out of memory: this machine cannot hold what the command needs (a "
+                     "config with fewer layers or microbatches, or without --trace, needs less)\n";
+        return kOutOfMemoryExit;
     } catch (const std::exception& e) {
         // Anything else is a bug too (an input path that lets a library exception through): said as
         // one, rather than std::terminate's abort.

@@ -262,3 +262,26 @@ TEST_CASE("input checks: standard input's size, a collective axis twice") {
         "--axis data,data", "axis data given twice");
     fs::remove_all(dir);
 }
+
+TEST_CASE("a run that needs more memory than the process may have says so, with exit 3") {
+    if (kAddressSanitizer) return;  // ASan cannot run under ulimit -v (run_podsim)
+    const fs::path dir = scratch("memory");
+    // 624 microbatches of a pipelined MoE step: about 0.6 GB, where the default config needs under
+    // 300 MB (it ended in "internal error: std::bad_alloc", exit 134).
+    std::ofstream(dir / "big.yaml") << R"(schema: podsim.run/v1
+model: mixtral-8x7b
+topology: tpu-v6e
+slice: 16x16
+mesh: {pipeline: 4, fsdp: 16, expert: 4}
+training: {global_batch: 39936, seq_len: 128, remat: full, attention: flash, num_pipeline_microbatches: 624}
+)";
+    const std::string limit = "ulimit -v 300000 && ";
+    auto small =
+        run_podsim("run " + quoted(fs::path(PODSIM_SOURCE_DIR) / "configs" / "default.yaml"), dir, limit);
+    CHECK(small.exit_code == 0);
+    auto big = run_podsim("run big.yaml", dir, limit);
+    INFO(big.err);
+    CHECK(big.exit_code == 3);
+    CHECK(big.err.rfind("podsim: out of memory: ", 0) == 0);
+    fs::remove_all(dir);
+}
