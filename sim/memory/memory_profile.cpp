@@ -220,6 +220,7 @@ MemoryProfile profile_memory(const parallel::DeviceProgram& program, const sched
             continue;
         }
         outside_layers += bytes;
+        if (g < program.group_grad_in_dot_output.size() && program.group_grad_in_dot_output[g]) continue;
         change(kOther, start, bytes, kGrads);
         if (program.microbatches == 1 && layers_start >= 0 && group_grad_end[g] >= 0 &&
             group_grad_end[g] <= layers_start)

@@ -144,6 +144,11 @@ struct DeviceProgram {
     // by parameter group) by its first backward op.
     bool stacked_gradients = true;
     std::vector<double> group_grads_bytes;
+    // By parameter group: no gradient buffer of its own. A JAX step of one microbatch takes the
+    // gradient of a weight outside the layers that one matmul reads (an untied output layer) as that
+    // matmul's weight-gradient output, in the compute dtype, and the optimizer update reads it there
+    // (XLA fuses the cast to the parameter dtype into the update; docs/model.md "Temporaries").
+    std::vector<bool> group_grad_in_dot_output;
     // Empty for a lowered model (memory::profile_memory models its memory); an imported module's
     // buffers (memory::profile_buffers replays them).
     std::vector<Buffer> buffers;

@@ -562,9 +562,14 @@ class Partitioner {
         p_.optimizer_bytes = state.optimizer;
         p_.stacked_gradients = in_.training.scan_layers;
         p_.group_grads_bytes.reserve(groups.size());
-        for (const auto* group : groups)
+        p_.group_grad_in_dot_output.reserve(groups.size());
+        const bool jax_one_microbatch = in_.runtime.framework == Framework::jax &&
+                                        in_.training.microbatches == 1 && !pipeline_.pipelined();
+        for (const auto* group : groups) {
             p_.group_grads_bytes.push_back(unsharded_params(*group) / static_cast<double>(fsdp_) *
                                            param_bytes_);
+            p_.group_grad_in_dot_output.push_back(jax_one_microbatch && group->gradient_is_dot_output);
+        }
     }
 
     // A group's parameters once gathered over FSDP: split over tensor and, the routed experts', over

@@ -77,6 +77,7 @@ class Lowering {
             layer_inputs.push_back(x);
             x = layer_forward(l, x);
         }
+        if (relayouts_grouped_scores()) grouped_scores_relayout(x);
         int grad = head_forward_and_backward(x);
         for (int l = m_.layers - 1; l >= 0; --l) grad = layer_backward(l, grad);
         embedding_backward(grad);
@@ -131,6 +132,7 @@ class Lowering {
         ParamGroup head{"head", -1, c.head, false, {}};
         if (m_.is_vit()) head.matrices.push_back({d, m_.num_classes});
         if (!m_.is_vit() && !m_.tied_embeddings) head.matrices.push_back({d, m_.vocab});
+        head.gradient_is_dot_output = m_.is_vit() || !m_.tied_embeddings;
         g_.param_groups.push_back(head);
     }
 
@@ -769,6 +771,30 @@ class Lowering {
         context_values.output = {r_.tokens(tensor(m_.heads), none(m_.head_dim), a_)};
         context_values.output_read = true;
         return forward(std::move(context_op), {softmax, qkv}, std::move(context_values));
+    }
+
+    // Grouped-query dot attention keeps its probabilities as [B, KV, G, S, S] (MaxText's
+    // apply_attention_dot splits the query into KV groups). Without remat the scanned forward stacks
+    // them over the layers in the layout its dot wrote, and the backward reads them in another: XLA
+    // copies each whole stack to the new layout between the two loops, one after the other, each
+    // freed once copied (fixtures l32-kv8-b2-none-dot, 1b-kv4-b4-none-dot: loop_transpose_fusion of
+    // f32[16,B,KV,G,S,S] and input_transpose_fusion of its bf16 twin after the forward `while`, the
+    // step's peak). Multi-head (G = 1) and multi-query (KV = 1) attention need no copy (the fixtures
+    // 1b-b8-none-dot, gemma-kv1-b2-none-dot).
+    bool relayouts_grouped_scores() const {
+        return t_.scan_layers && t_.attention == Attention::dot_product && t_.remat == Remat::none &&
+               m_.kv_heads > 1 && m_.kv_heads < m_.heads;
+    }
+
+    // One op for those copies: the HBM traffic of all (the fp32 and compute-dtype stacks each read
+    // and written), the memory of the largest in flight (the fp32 stack's copy, a temporary).
+    void grouped_scores_relayout(int after) {
+        const Extent stacked{S_ * m_.layers, Shard::none};
+        const Tensor fp32 = Tensor::of({batch(1), tensor(m_.heads), none(S_), stacked}, 4);
+        const Tensor compute = act({batch(1), tensor(m_.heads), none(S_), stacked});
+        Op op = fusion("attention_relayout", -1, {fp32, compute, compute}, {fp32});
+        op.phase = Phase::forward;
+        add(std::move(op), {after});
     }
 
     // One flash kernel (Dao 2023, FlashAttention-2; Pallas splash attention on TPU): QK^T and PV per

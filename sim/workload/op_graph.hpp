@@ -20,6 +20,9 @@ struct ParamGroup {
     std::vector<std::pair<std::int64_t, std::int64_t>> matrices;
     // Of `params`, the routed experts' (an MoE layer): split over the expert axis too.
     std::int64_t expert_params = 0;
+    // Its large weight is read by one weight matmul only (an untied output layer, a classifier), so
+    // its gradient is that matmul's weight-gradient output.
+    bool gradient_is_dot_output = false;
 };
 
 // The ops of one training step (one microbatch's forward and backward, then the optimizer) as a
