@@ -174,6 +174,9 @@ class Partitioner {
         bool layers_seen = false, backward_seen = false;
         for (int i : order) {
             const Op& op = g_.op(i);
+            // Each stage scans its own layers; a copy of all the layers' stacks has no place there
+            // (what a stage's loop relays out is not modelled).
+            if (op.whole_layer_stack) continue;
             if (op.phase == Phase::optimizer) {
                 optimizer_ops.push_back(i);
             } else if (op.layer >= 0) {

@@ -794,6 +794,7 @@ class Lowering {
         const Tensor compute = act({batch(1), tensor(m_.heads), none(S_), stacked});
         Op op = fusion("attention_relayout", -1, {fp32, compute, compute}, {fp32});
         op.phase = Phase::forward;
+        op.whole_layer_stack = true;
         add(std::move(op), {after});
     }
 

@@ -106,6 +106,8 @@ struct Op {
     // `group_tile` rows, each tile where a group starts once more (0: not grouped).
     int group_tile = 0;
     Extent groups;
+    // Works on every layer's stacked values at once: the layers are one scan loop (no pipeline).
+    bool whole_layer_stack = false;
     std::vector<Tensor> reads;
     std::vector<Tensor> writes;
 };

@@ -307,3 +307,72 @@ TEST_CASE("a folded memory profile is the whole model's: periods spliced in with
         CHECK(where.copy == (before_layer == 6 ? 0 : copies));
     }
 }
+
+TEST_CASE("grouped-query dot attention without remat copies its probabilities' stacks between the loops") {
+    // docs/model.md, "Grouped-query probabilities change layout between the loops": one op after the
+    // forward layers holds a copy of the fp32 stack, [L, B, H, S, S] per device, while it runs.
+    auto spec = test::load_config("configs/llama3-8b-fsdp-tp-v4-128.yaml");  // 32 heads, 8 key/value
+    spec.training.attention = workload::Attention::dot_product;
+    spec.training.remat = workload::Remat::none;
+    auto relayouts = [](const run::Simulation& sim) {
+        std::vector<const parallel::DeviceOp*> found;
+        for (const auto& op : sim.program.ops)
+            if (op.name == "attention_relayout") found.push_back(&op);
+        return found;
+    };
+    const auto sim = run::simulate(spec);
+    const auto ops = relayouts(sim);
+    REQUIRE(ops.size() == 1);
+    const double samples = static_cast<double>(spec.training.global_batch) /
+                           static_cast<double>(spec.mesh.size_of("data") * spec.mesh.size_of("fsdp"));
+    const double heads =
+        static_cast<double>(spec.model.heads) / static_cast<double>(spec.mesh.size_of("tensor"));
+    const double S = spec.training.seq_len;
+    const double fp32_stack = spec.model.layers * samples * heads * S * S * 4.0;
+    CHECK(ops[0]->output_bytes == doctest::Approx(fp32_stack));
+    CHECK(ops[0]->bytes ==
+          doctest::Approx(2.0 * (fp32_stack + fp32_stack / 2.0)));  // both stacks, read and written
+
+    // None with remat (the softmax is recomputed), flash attention, or multi-head attention.
+    auto full = spec;
+    full.training.remat = workload::Remat::full;
+    CHECK(relayouts(run::simulate(full)).empty());
+    auto flash = spec;
+    flash.training.attention = workload::Attention::flash;
+    CHECK(relayouts(run::simulate(flash)).empty());
+    auto multi_head = spec;
+    multi_head.model.kv_heads = multi_head.model.heads;
+    CHECK(relayouts(run::simulate(multi_head)).empty());
+    // A pipeline's stages scan their own layers: no copy of every layer's stack.
+    auto pipelined = test::load_config("configs/llama3-8b-pipeline-v4-128.yaml");
+    pipelined.training.attention = workload::Attention::dot_product;
+    pipelined.training.remat = workload::Remat::none;
+    CHECK(relayouts(run::simulate(pipelined)).empty());
+}
+
+TEST_CASE("an untied output layer's gradient is its matmul's output in a JAX step of one microbatch") {
+    // docs/model.md, "Temporaries and gradients": no gradient buffer of its own for the head group
+    // of an untied model under JAX with one microbatch; the embedding (a scatter into an fp32 table)
+    // and the layers (the backward loop's accumulators) keep theirs.
+    auto spec = test::load_config("configs/llama3-8b-fsdp-tp-v4-128.yaml");  // untied, JAX
+    REQUIRE_FALSE(spec.model.tied_embeddings);
+    auto in_dot_output = [](const run::RunSpec& s) {
+        const auto sim = run::simulate(s);
+        const auto& groups = sim.graph->param_groups;
+        REQUIRE(sim.program.group_grad_in_dot_output.size() == groups.size());
+        std::vector<std::string> names;
+        for (std::size_t g = 0; g < groups.size(); ++g)
+            if (sim.program.group_grad_in_dot_output[g]) names.push_back(groups[g].name);
+        return names;
+    };
+    CHECK(in_dot_output(spec) == std::vector<std::string>{"head"});
+    auto accumulated = spec;
+    accumulated.training.microbatches = 2;
+    CHECK(in_dot_output(accumulated).empty());
+    auto tied = spec;
+    tied.model.tied_embeddings = true;
+    CHECK(in_dot_output(tied).empty());
+    auto pytorch = spec;
+    pytorch.runtime.framework = parallel::Framework::pytorch_xla;
+    CHECK(in_dot_output(pytorch).empty());
+}
