@@ -103,7 +103,8 @@ std::vector<ShardingError> sharding_errors(const workload::ModelSpec& m, const w
             if (tensor > 1 && m.moe_d_ff % tensor != 0) {
                 errors.push_back(
                     {fmt::format("mesh.{}", kind.name),
-                     fmt::format("model.base_moe_mlp_dim ({}) is not divisible by the {} axis ({})",
+                     fmt::format("each expert's MLP width, model.base_moe_mlp_dim ({}; model.d_ff when it is "
+                                 "not given), is not divisible by the {} axis ({})",
                                  m.moe_d_ff, kind.name, tensor)});
             }
         }

@@ -161,8 +161,8 @@ training: {{global_batch: 8, seq_len: 2048}}
         errors = e.diagnostics().to_string();
     }
     CHECK(errors ==
-          "<test>:7:7: error: mesh.tensor: model.base_moe_mlp_dim (1001) is not divisible by the tensor axis "
-          "(8)\n");
+          "<test>:7:7: error: mesh.tensor: each expert's MLP width, model.base_moe_mlp_dim (1001; model.d_ff "
+          "when it is not given), is not divisible by the tensor axis (8)\n");
 }
 
 TEST_CASE("dropless grouped matmul: token rows in tiles, one tile more per group boundary") {
