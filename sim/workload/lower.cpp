@@ -783,7 +783,7 @@ class Lowering {
     // 1b-b8-none-dot, gemma-kv1-b2-none-dot).
     bool relayouts_grouped_scores() const {
         return t_.scan_layers && t_.attention == Attention::dot_product && t_.remat == Remat::none &&
-               m_.kv_heads > 1 && m_.kv_heads < m_.heads;
+               m_.grouped_query();
     }
 
     // One op for those copies: the HBM traffic of all (the fp32 and compute-dtype stacks each read

@@ -68,6 +68,8 @@ struct ModelSpec {
     int tokens_per_sample(int seq_len) const { return is_vit() ? patches() + 1 : seq_len; }
     std::int64_t attention_width() const { return static_cast<std::int64_t>(heads) * head_dim; }
     std::int64_t kv_width() const { return static_cast<std::int64_t>(kv_heads) * head_dim; }
+    // Grouped-query attention: more than one key/value head, fewer than the query heads.
+    bool grouped_query() const { return kv_heads > 1 && kv_heads < heads; }
 };
 
 std::string_view family_name(ModelFamily family);

@@ -111,7 +111,7 @@ std::vector<Shape> stacked_parameters(const run::RunSpec& spec) {
     const auto& m = spec.model;
     const long f = spec.mesh.ici_size_of("fsdp"), t = spec.mesh.ici_size_of("tensor");
     const long L = m.layers, d = m.d_model, H = m.heads, hd = m.head_dim, F = m.d_ff;
-    const long KV = m.kv_heads > 0 ? m.kv_heads : m.heads;
+    const long KV = m.kv_heads;  // the model file's, or the heads (config/model.cpp)
     auto shape = [](std::vector<long> dims) {
         std::vector<long> kept;
         for (long x : dims)
@@ -199,7 +199,7 @@ void check_saved_set(const Fixture& fixture) {
     for (const auto& t : r.loop_invariants()) invariants.push_back(device_shape(t, spec));
     // Grouped-query attention: XLA keeps the scores' values as [B, KV, G, S, S] (the query split in
     // groups, MaxText's apply_attention_dot); podsim's tensors (rank 4 at most) as [B, H, S, S].
-    const bool grouped = spec.model.kv_heads > 1 && spec.model.kv_heads < spec.model.heads;
+    const bool grouped = spec.model.grouped_query();
     for (const auto& s : invariants) {
         if (!grouped) {
             remove_one(tuple, s);
