@@ -143,6 +143,7 @@ MemoryProfile profile_memory(const parallel::DeviceProgram& program, const sched
     const std::size_t groups = program.group_grads_bytes.size();
     std::vector<bool> layer_group(groups, false);
     std::vector<core::Time> group_grad_start(groups, -1), group_grad_end(groups, -1);
+    std::vector<int> group_grad_first(groups, -1);  // the op at group_grad_start
     for (std::size_t i = 0; i < ops.size(); ++i) {
         const auto& op = ops[i];
         if (op.category == parallel::OpCategory::copy && op.source_op >= 0) {
@@ -164,8 +165,10 @@ MemoryProfile profile_memory(const parallel::DeviceProgram& program, const sched
             const auto g = static_cast<std::size_t>(op.param_group);
             if (op.layer >= 0) layer_group[g] = true;
             if (op.phase == workload::Phase::backward) {
-                if (op.microbatch == 0 && (group_grad_start[g] < 0 || spans[i].start < group_grad_start[g]))
+                if (op.microbatch == 0 && (group_grad_start[g] < 0 || spans[i].start < group_grad_start[g])) {
                     group_grad_start[g] = spans[i].start;
+                    group_grad_first[g] = static_cast<int>(i);
+                }
                 group_grad_end[g] = std::max(group_grad_end[g], spans[i].end);
             }
         }
@@ -221,7 +224,11 @@ MemoryProfile profile_memory(const parallel::DeviceProgram& program, const sched
         }
         outside_layers += bytes;
         if (g < program.group_grad_in_dot_output.size() && program.group_grad_in_dot_output[g]) continue;
-        change(kOther, start, bytes, kGrads);
+        const int first = group_grad_first[g];
+        const bool cast_of_matmul =
+            program.grad_cast_after_weight_matmul && first >= 0 &&
+            ops[static_cast<std::size_t>(first)].category == parallel::OpCategory::matmul;
+        change(kOther, cast_of_matmul ? spans[static_cast<std::size_t>(first)].end : start, bytes, kGrads);
         if (program.microbatches == 1 && layers_start >= 0 && group_grad_end[g] >= 0 &&
             group_grad_end[g] <= layers_start)
             change(kOther, layers_start, -bytes, kGrads);

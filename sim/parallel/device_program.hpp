@@ -149,6 +149,11 @@ struct DeviceProgram {
     // matmul's weight-gradient output, in the compute dtype, and the optimizer update reads it there
     // (XLA fuses the cast to the parameter dtype into the update; docs/model.md "Temporaries").
     std::vector<bool> group_grad_in_dot_output;
+    // The other groups outside the layers: a gradient whose first writer is a weight-gradient matmul
+    // is that matmul's output cast to the parameter dtype (a tied token table's, which the input
+    // embedding's scatter-add then adds into), so its buffer starts when the matmul ends. JAX, one
+    // microbatch; with more, the accumulator is a loop carry, there from the start.
+    bool grad_cast_after_weight_matmul = false;
     // Empty for a lowered model (memory::profile_memory models its memory); an imported module's
     // buffers (memory::profile_buffers replays them).
     std::vector<Buffer> buffers;

@@ -568,6 +568,7 @@ class Partitioner {
         p_.group_grad_in_dot_output.reserve(groups.size());
         const bool jax_one_microbatch = in_.runtime.framework == Framework::jax &&
                                         in_.training.microbatches == 1 && !pipeline_.pipelined();
+        p_.grad_cast_after_weight_matmul = jax_one_microbatch;
         for (const auto* group : groups) {
             p_.group_grads_bytes.push_back(unsharded_params(*group) / static_cast<double>(fsdp_) *
                                            param_bytes_);

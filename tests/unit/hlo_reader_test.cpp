@@ -211,8 +211,8 @@ TEST_CASE("hlo fixtures: every module of tests/data parses, text and proto") {
         ++modules;
     }
     // gpu.jsonl 23, gpu-families.jsonl 16, gpu-more.jsonl 18, gpu-act.jsonl 8, gpu-moe.jsonl 7,
-    // gpu-shapes.jsonl 18 (of its 20 configs, two did not compile), spmd.jsonl 7
-    CHECK(modules == 97);
+    // gpu-shapes.jsonl 18 (of its 20 configs, two did not compile), gpu-tied.jsonl 16, spmd.jsonl 7
+    CHECK(modules == 113);
     for (const char* sample :
          {"tests/data/xla__hlo_llama31_70b_bf16_16x8.hlo", "tests/data/xla__hlo_llama3_8b_cp_bf16_1x4.hlo"}) {
         const hlo::Module m = hlo::read_module_file(source_path(sample));

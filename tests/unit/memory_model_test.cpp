@@ -376,3 +376,29 @@ TEST_CASE("an untied output layer's gradient is its matmul's output in a JAX ste
     pytorch.runtime.framework = parallel::Framework::pytorch_xla;
     CHECK(in_dot_output(pytorch).empty());
 }
+
+TEST_CASE("a tied token table's gradient starts when the output layer's weight-gradient matmul ends") {
+    // docs/model.md, "Temporaries and gradients": in the tied fixtures XLA casts that matmul's bf16
+    // output to fp32 after it (gemmat-kv1-b4-full-flash: custom-call.7, then wrapped_convert.2), and
+    // the input embedding's scatter-add adds into that buffer after the backward loop. So the fp32
+    // table is not there while the matmul runs, the step's peak here (JAX, one microbatch).
+    const auto spec = test::load_config("tests/validation/xla/xla-gemmat-kv1-b4-full-flash.yaml");
+    REQUIRE(spec.model.tied_embeddings);
+    const double table_grad = static_cast<double>(spec.model.vocab) * spec.model.d_model * 4.0;  // fp32
+    auto peak_of = [](const run::RunSpec& s) {
+        const auto sim = run::simulate(s);
+        const auto& memory = sim.report.memory;
+        return std::tuple{memory.peak_op, memory.grads_bytes, sim.program.grads_bytes};
+    };
+    const auto [op, grads, all_grads] = peak_of(spec);
+    CHECK(op == "lm_head.wgrad");
+    CHECK(grads == 0.0);
+    CHECK(all_grads > table_grad);  // the layers' too, after this matmul
+    // Two microbatches: every accumulator, the table's too, is a loop carry there from the start.
+    auto accumulated = spec;
+    accumulated.training.microbatches = 2;
+    accumulated.training.global_batch *= 2;
+    const auto [accumulated_op, accumulated_grads, accumulated_all] = peak_of(accumulated);
+    CHECK(accumulated_op == "lm_head.wgrad");
+    CHECK(accumulated_grads == doctest::Approx(accumulated_all));
+}

@@ -52,9 +52,11 @@ TEST_CASE("memory against XLA's own numbers for the same compiled steps") {
     // (gpu-more.jsonl: the remaining policies, 8192 tokens, batch 64 and 1024), one of which did not fit,
     // 8 with GeGLU and ReLU MLPs (gpu-act.jsonl), 7 of MaxText's dropping MoE layer (gpu-moe.jsonl), and
     // 18 with grouped- and multi-query attention, 128k and 256k vocabularies and ViT-L/16
-    // (gpu-shapes.jsonl), one of which did not fit.
+    // (gpu-shapes.jsonl), one of which did not fit, and 16 with tied output layers (Llama 3.2 1B's and
+    // Gemma 2B's shapes), ViT-L/16 at batch 512 and batch scans of the 1B and tiny steps
+    // (gpu-tied.jsonl).
     auto cases = podsim::config::load_validation_suite(podsim::test::source_path("tests/validation/xla"));
-    REQUIRE(cases.size() == 90);
+    REQUIRE(cases.size() == 106);
     auto results = podsim::profile::evaluate_suite(cases);
     check(results);
     int oom = 0;
