@@ -138,12 +138,12 @@ MemoryProfile profile_memory(const parallel::DeviceProgram& program, const sched
     // By microbatch: the start of its layers' backward, -1 when it has none.
     std::vector<core::Time> layers_backward_start(microbatches, -1);
     int first_backward = -1;  // where stacked gradients are allocated
-    // By parameter group: whether it is a layer's, and the first start (microbatch 0) and last end of
-    // its backward ops, which write its gradients.
+    // By parameter group: whether it is a layer's, its backward op that starts first (microbatch 0)
+    // and the last end of its backward ops, which write its gradients.
     const std::size_t groups = program.group_grads_bytes.size();
     std::vector<bool> layer_group(groups, false);
-    std::vector<core::Time> group_grad_start(groups, -1), group_grad_end(groups, -1);
-    std::vector<int> group_grad_first(groups, -1);  // the op at group_grad_start
+    std::vector<int> group_grad_first(groups, -1);  // index of the first-starting backward op
+    std::vector<core::Time> group_grad_end(groups, -1);
     for (std::size_t i = 0; i < ops.size(); ++i) {
         const auto& op = ops[i];
         if (op.category == parallel::OpCategory::copy && op.source_op >= 0) {
@@ -165,10 +165,10 @@ MemoryProfile profile_memory(const parallel::DeviceProgram& program, const sched
             const auto g = static_cast<std::size_t>(op.param_group);
             if (op.layer >= 0) layer_group[g] = true;
             if (op.phase == workload::Phase::backward) {
-                if (op.microbatch == 0 && (group_grad_start[g] < 0 || spans[i].start < group_grad_start[g])) {
-                    group_grad_start[g] = spans[i].start;
+                const int first = group_grad_first[g];
+                if (op.microbatch == 0 &&
+                    (first < 0 || spans[i].start < spans[static_cast<std::size_t>(first)].start))
                     group_grad_first[g] = static_cast<int>(i);
-                }
                 group_grad_end[g] = std::max(group_grad_end[g], spans[i].end);
             }
         }
@@ -216,7 +216,8 @@ MemoryProfile profile_memory(const parallel::DeviceProgram& program, const sched
     double outside_layers = 0.0;
     for (std::size_t g = 0; g < groups; ++g) {
         const double bytes = program.group_grads_bytes[g];
-        const core::Time start = std::max<core::Time>(0, group_grad_start[g]);
+        const int first = group_grad_first[g];
+        const core::Time start = first >= 0 ? spans[static_cast<std::size_t>(first)].start : 0;
         if (layer_group[g]) {
             // (Folded and unrolled, the spliced layers' backward periods add theirs as a drift.)
             if (!program.stacked_gradients) change(kOther, start, bytes, kGrads);
@@ -224,7 +225,6 @@ MemoryProfile profile_memory(const parallel::DeviceProgram& program, const sched
         }
         outside_layers += bytes;
         if (g < program.group_grad_in_dot_output.size() && program.group_grad_in_dot_output[g]) continue;
-        const int first = group_grad_first[g];
         const bool cast_of_matmul =
             program.grad_cast_after_weight_matmul && first >= 0 &&
             ops[static_cast<std::size_t>(first)].category == parallel::OpCategory::matmul;
