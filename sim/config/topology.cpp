@@ -55,6 +55,9 @@ hardware::TopologySpec parse_topology(const YAML::Node& node, const std::string&
         t.chip.devices_per_chip = static_cast<int>(
             chip.integer(topology_key("chip.devices_per_chip")).value_or(t.chip.devices_per_chip));
         t.chip.intra_chip_bandwidth = chip.quantity(topology_key("chip.intra_chip_bandwidth")).value_or(0);
+        t.chip.streaming_multiprocessors =
+            static_cast<int>(chip.integer(topology_key("chip.streaming_multiprocessors"))
+                                 .value_or(t.chip.streaming_multiprocessors));
         if (t.chip.devices_per_chip > t.chip.tensorcores_per_chip) {
             chip.error("devices_per_chip",
                        fmt::format("{} devices per chip but only {} TensorCores (tensorcores_per_chip)",

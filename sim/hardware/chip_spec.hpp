@@ -21,6 +21,9 @@ struct ChipSpec {
     // counts devices; each device has 1/devices_per_chip of the chip's peak, HBM and HBM bandwidth.
     int devices_per_chip = static_cast<int>(topology_key("chip.devices_per_chip").integer_default());
     double intra_chip_bandwidth = 0.0;  // bytes/s, one direction between two devices of one chip; 0 = unset
+    // A GPU's, whose compiler (XLA:GPU) splits small dots over the contraction; 0 on a TPU.
+    int streaming_multiprocessors =
+        static_cast<int>(topology_key("chip.streaming_multiprocessors").integer_default());
 
     // Peak for matmuls whose operands have `dtype`. fp32 matmuls fall back to the bf16 peak, since
     // XLA's default precision on TPU runs them as one bf16 pass (jax.default_matmul_precision docs).

@@ -98,6 +98,16 @@ inline constexpr core::Key kTopologyKeys[] = {
      .help =
          "one direction between two devices of one chip: what collectives between them move at instead of "
          "ICI links"},
+    {.path = "chip.streaming_multiprocessors",
+     .kind = KeyKind::integer,
+     .unit = "SMs",
+     .default_value = 0,
+     .minimum = 0,
+     .maximum = 4096,
+     .help = "a GPU's streaming multiprocessors: compiled by XLA:GPU, whose split-K rewrite computes a dot "
+             "with few output tiles as fp32 partial sums over slices of its contraction; 0: a TPU",
+     .source = "132 on H100 SXM and H200 (NVIDIA H100 Tensor Core GPU Architecture whitepaper, 2022; the "
+               "H200 is the same GH100 configuration)"},
     {.path = "chip.clock",
      .kind = KeyKind::quantity,
      .dimension = Dimension::frequency,

@@ -186,10 +186,11 @@ MemoryProfile profile_memory(const parallel::DeviceProgram& program, const sched
         }
     }
 
-    // At most four changes per compute op (an offloaded activation), two per collective: each stream
-    // is allocated for the most changes it can get (below), and filled without a check of capacity.
+    // At most six changes per compute op (an offloaded activation, split-K partials), two per
+    // collective: each stream is allocated for the most changes it can get (below), and filled
+    // without a check of capacity.
     ChangeBuffer streams[kStreams] = {
-        ChangeBuffer(2 * compute_ops), ChangeBuffer(compute_ops), ChangeBuffer(compute_ops + gathers),
+        ChangeBuffer(3 * compute_ops), ChangeBuffer(2 * compute_ops), ChangeBuffer(compute_ops + gathers),
         // (kOther: an offloaded op's two, and the two of a compute op that starts before an earlier one.)
         ChangeBuffer(2 * groups + 2 + 4 * compute_ops + gathers + 2 * scatters)};
     std::uint32_t seq = 0;
@@ -272,6 +273,12 @@ MemoryProfile profile_memory(const parallel::DeviceProgram& program, const sched
                 change(kDeferred, free_at, -op.saved_bytes, kActivations);
             }
             if (output_is_temporary(op)) change(starts, span.start, op.output_bytes, kTemporaries);
+            if (op.split_k_bytes > 0.0) {
+                // XLA:GPU's partial sums, reduced as the op ends (the reduction fusion that follows
+                // the split dot is part of it here).
+                change(starts, span.start, op.split_k_bytes, kTemporaries);
+                change(kComputeEnds, span.end, -op.split_k_bytes, kTemporaries);
+            }
             if (previous >= 0) free_temporary(previous, span.end);
             previous = static_cast<int>(i);
         } else if (op.category == parallel::OpCategory::all_gather && op.param_group >= 0) {

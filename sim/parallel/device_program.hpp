@@ -81,6 +81,9 @@ struct DeviceOp {
     double saved_bytes = 0.0;
     double mm_batch = 1.0, mm_m = 0.0, mm_n = 0.0, mm_k = 0.0;  // per-chip matmul shape
     double flop_scale = 1.0;  // executed FLOPs / (2 batch m n k): fused multi-matmul kernels, skipped blocks
+    // fp32 partial sums of a dot that XLA:GPU splits over its contraction (xla_gpu_split_k.hpp): live
+    // while the op runs, beside its output.
+    double split_k_bytes = 0.0;
     // collective ops
     double collective_bytes = 0.0;  // the full array, as the scaling book counts it
     OpDeps deps;                    // earlier ops (program order) that must finish first

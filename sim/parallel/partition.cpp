@@ -13,6 +13,7 @@
 #include "core/dtype.hpp"
 #include "parallel/parallelism.hpp"
 #include "parallel/pipeline_schedule.hpp"
+#include "parallel/xla_gpu_split_k.hpp"
 #include "workload/lower.hpp"
 
 namespace podsim::parallel {
@@ -405,6 +406,7 @@ class Partitioner {
                     if (rule.zero_output) {
                         op.output_bytes = 0.0;
                         op.saved_bytes = 0.0;
+                        op.split_k_bytes = 0.0;
                     }
                     break;
                 case OpSizing::Rule::collective_input:
@@ -430,6 +432,7 @@ class Partitioner {
         double flops = 0.0, bytes = 0.0, output_bytes = 0.0, saved_bytes = 0.0;
         double mm_batch = 1.0, mm_m = 0.0, mm_n = 0.0, mm_k = 0.0;
         double flop_scale = 1.0;
+        double split_k_bytes = 0.0;
     };
 
     // A sequence-parallel reduce-scatter leaves the op's output (and the saved copy of it) split.
@@ -449,6 +452,7 @@ class Partitioner {
         op.mm_n = compute.mm_n;
         op.mm_k = compute.mm_k;
         op.flop_scale = compute.flop_scale;
+        op.split_k_bytes = compute.split_k_bytes;
     }
 
     void make_resources() {
@@ -649,6 +653,17 @@ class Partitioner {
             }
             d.flop_scale = op.flop_scale;
             d.flops = 2.0 * d.mm_batch * d.mm_m * d.mm_n * d.mm_k * op.flop_scale;
+            // XLA:GPU's split-K partials: of each dot the op stands for. A fused kernel (flash
+            // attention) and a grouped matmul are custom calls, not dots.
+            if (in_.split_k_multiprocessors > 0 && op.flop_scale == 1.0 && op.group_tile == 0) {
+                auto add_dot = [&](double k) {
+                    d.split_k_bytes +=
+                        xla_gpu_split_k(d.mm_batch, d.mm_m, d.mm_n, k, in_.split_k_multiprocessors)
+                            .partial_bytes;
+                };
+                if (op.k_parts.empty()) add_dot(d.mm_k);
+                for (const auto& part : op.k_parts) add_dot(size(part, samples));
+            }
         }
         // With sequence parallelism the norms and residual fusions between the tensor-parallel
         // regions work on a sequence slice.
@@ -972,6 +987,7 @@ class Partitioner {
                         main.output_bytes = 0.0;
                         main.kept_for_backward = false;
                         main.saved_bytes = 0.0;
+                        main.split_k_bytes = 0.0;
                         main.output_saved = false;
                         emit(std::move(main), {.rule = OpSizing::Rule::part,
                                                .zero_output = true,
@@ -993,6 +1009,7 @@ class Partitioner {
                     rest.output_bytes = 0.0;
                     rest.kept_for_backward = false;
                     rest.saved_bytes = 0.0;
+                    rest.split_k_bytes = 0.0;
                     rest.output_saved = false;
                 }
                 const bool parted = split || (gathers_sequence && collective_matmul);

@@ -22,6 +22,9 @@ struct PartitionInput {
     const RuntimeSpec& runtime;
     // Names shared with other programs partitioned from `graph`, or null for names of its own.
     ProgramNames* names = nullptr;
+    // A GPU's streaming multiprocessors, which XLA:GPU's split-K rewrite fills (xla_gpu_split_k.hpp);
+    // 0: a TPU, whose compiler has no such pass.
+    int split_k_multiprocessors = 0;
 };
 
 // SPMD partitioning of one training step over the mesh, as GSPMD / PyTorch/XLA FSDP would:

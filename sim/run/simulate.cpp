@@ -189,8 +189,13 @@ Simulation schedule_step(const RunSpec& spec, const parallel::RuntimeSpec& runti
     Simulation sim;
     sim.mapping = std::move(mapping);
     sim.graph = lowered.graph;
-    const parallel::PartitionInput partition_input{*sim.graph,  spec.training, spec.mesh,
-                                                   sim.mapping, runtime,       lowered.names.get()};
+    const parallel::PartitionInput partition_input{*sim.graph,
+                                                   spec.training,
+                                                   spec.mesh,
+                                                   sim.mapping,
+                                                   runtime,
+                                                   lowered.names.get(),
+                                                   spec.topology.chip.streaming_multiprocessors};
     // The full simulation partitions every config itself.
     const scheduler::Dependencies* dependencies = nullptr;  // the cache's, until its next partition()
     NetworkMemo* network_memo = nullptr;                    // alike

@@ -50,7 +50,8 @@ PartitionedStep SimulationCache::partition(const parallel::PartitionInput& input
     training.global_batch = 0;
     for (PartitionEntry& e : partitions_) {
         if (!e.graph || e.graph != graph || !(e.runtime == input.runtime) || !(e.training == training) ||
-            !(e.mesh == input.mesh) || !(e.placement == input.ici_axes))
+            !(e.mesh == input.mesh) || !(e.placement == input.ici_axes) ||
+            e.split_k_multiprocessors != input.split_k_multiprocessors)
             continue;
         PartitionedStep step{e.resizable.program, &e.dependencies, &e.network};
         if (e.global_batch != input.training.global_batch)
@@ -68,6 +69,7 @@ PartitionedStep SimulationCache::partition(const parallel::PartitionInput& input
     e.mesh = input.mesh;
     e.placement = input.ici_axes;
     e.runtime = input.runtime;
+    e.split_k_multiprocessors = input.split_k_multiprocessors;
     e.global_batch = input.training.global_batch;
     e.resizable.program = resizable.program;
     e.resizable.sizing = resizable.sizing;

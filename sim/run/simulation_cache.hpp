@@ -164,6 +164,7 @@ class SimulationCache {
         network::MeshSpec mesh;
         std::vector<network::AxisMapping> placement;
         parallel::RuntimeSpec runtime;
+        int split_k_multiprocessors = 0;
         std::int64_t global_batch = 0;  // the batch `resizable` is sized for
         parallel::ResizableProgram resizable;
         scheduler::Dependencies dependencies;

@@ -306,6 +306,7 @@ class Lowering {
         int n1 = forward(std::move(ln1), {x}, norm_values());
         Op qkv_op = weight_matmul(p + "qkv", l, group, T, none(d), tensor(qkv_width));
         qkv_op.activation = ActivationName::qkv_proj;
+        qkv_op.merged_weights = {tensor(m_.attention_width()), tensor(m_.kv_width()), tensor(m_.kv_width())};
         Values qkv_values;  // q, k, v (after RoPE, which is linear and keeps nothing)
         qkv_values.output = {r_.tokens(tensor(m_.heads), hd, a_), r_.tokens(tensor(m_.kv_heads), hd, a_),
                              r_.tokens(tensor(m_.kv_heads), hd, a_)};
@@ -335,6 +336,7 @@ class Lowering {
             const I up_width = (m_.gated() ? 2 : 1) * static_cast<I>(m_.d_ff);
             Op up = weight_matmul(p + "mlp_up", l, group, T, none(d), tensor(up_width));
             up.activation = ActivationName::mlpwi;
+            if (m_.gated()) up.merged_weights = {tensor(m_.d_ff), tensor(m_.d_ff)};
             up.writes = {act({T, tensor(m_.d_ff)})};  // activation (and gate product) fused in
             Values up_values;  // the down projection's operand, the activation's internals, the casts
             for (int i = 0; i < (m_.gated() ? 2 : 1); ++i)
@@ -1001,6 +1003,7 @@ class Lowering {
             dgrad.param_group = fwd.param_group;
             dgrad.attention_internal = fwd.attention_internal;
             dgrad.matmul = {s.batch, s.m, s.k, s.n};
+            dgrad.k_parts = fwd.merged_weights;
             dgrad.group_tile = fwd.group_tile;
             dgrad.groups = fwd.groups;
             dgrad.reads = {fwd.writes[0], fwd.reads[1]};
@@ -1008,6 +1011,7 @@ class Lowering {
             Op wgrad = dgrad;
             wgrad.name = fwd.name + (has_weight ? ".wgrad" : ".grad_rhs");
             wgrad.matmul = {s.batch, s.k, s.n, s.m};
+            wgrad.k_parts.clear();  // one dot: the weights' gradients share the input
             wgrad.reads = {fwd.reads[0], fwd.writes[0]};
             // The dot writes the weight gradient in the dtype of the weight it read (the compute-dtype
             // cast); the accumulation into the param dtype is the gradients' own buffer (the dumped

@@ -99,6 +99,11 @@ struct Op {
     ActivationName activation = ActivationName::other;  // MaxText's checkpoint_name, for remat
     bool weight_matmul = false;                         // a dot with a parameter operand (no batch dims)
     MatmulShape matmul;                                 // when kind == matmul
+    // A weight matmul standing for several weights that read the same input (q, k and v; gate and
+    // up), which XLA merges into one dot: each weight's share of n. Their input gradients share no
+    // operand and stay separate dots, summed: the input-gradient op's k in these parts.
+    std::vector<Extent> merged_weights;
+    std::vector<Extent> k_parts;  // matmul: k as separate dots whose outputs are summed (empty: one)
     // Executed FLOPs relative to 2*batch*m*n*k: a fused kernel that runs several matmuls of this
     // shape (flash attention), or skips masked blocks (causal flash attention).
     double flop_scale = 1.0;

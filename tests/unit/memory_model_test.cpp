@@ -2,6 +2,8 @@
 
 #include "support.hpp"
 
+#include "parallel/xla_gpu_split_k.hpp"
+
 // Memory as XLA lays it out (docs/model.md, "Memory"): prefetch under the HBM limit, flash attention,
 // remat save sets.
 
@@ -401,4 +403,67 @@ TEST_CASE("a tied token table's gradient starts when the output layer's weight-g
     const auto [accumulated_op, accumulated_grads, accumulated_all] = peak_of(accumulated);
     CHECK(accumulated_op == "lm_head.wgrad");
     CHECK(accumulated_grads == doctest::Approx(accumulated_all));
+}
+
+TEST_CASE("XLA:GPU's split-K rewrite splits the dots its modules split, and only on a GPU") {
+    // The factors the rewriter's cost model picks (xla_gpu_split_k.hpp) for dots of
+    // tests/data/xla-truth/hlo/tiny-minimal-dot.hlo.txt.gz, whose output shapes show them:
+    // f32[factor, M, N] where the dot is split, bf16[M, N] where it is not.
+    struct Dot {
+        double batch, m, n, k;
+        std::int64_t factor;
+        const char* seen;
+    };
+    const Dot dots[] = {
+        {1, 512, 256, 256, 4, "gemm_fusion_dot.62, the attention output's: f32[4,512,256]"},
+        {1, 256, 256, 512, 8, "gemm_fusion_dot.72, its weight gradient: f32[8,256,256]"},
+        {1, 256, 1024, 512, 4, "gemm_fusion_dot.70, gate's and up's weight gradient: f32[4,256,1024]"},
+        {1, 256, 768, 512, 4, "gemm_fusion_dot.71, q's, k's and v's weight gradient: f32[4,768,256]"},
+        {1, 512, 256, 1024, 8, "gemm_fusion_dot.74, the LM head's input gradient: f32[8,512,256]"},
+        {1, 512, 768, 256, 1, "gemm_fusion_dot.39, the q, k, v projection: bf16[512,768]"},
+        {1, 512, 1024, 256, 1, "gemm_fusion_dot.40, gate and up: bf16[512,1024]"},
+        {8, 256, 256, 64, 1, "gemm_fusion_dot.54, the attention scores: bf16[8,256,256]"},
+        // The 1B steps' dots fill the device: none is split (tests/data/xla-truth/hlo/1b-b8-*).
+        {1, 16384, 2048, 2048, 1, "a 1B projection at batch 8"},
+        {1, 2048, 5632, 16384, 1, "a 1B MLP weight gradient at batch 8"},
+    };
+    for (const auto& dot : dots) {
+        CAPTURE(dot.seen);
+        const auto split = parallel::xla_gpu_split_k(dot.batch, dot.m, dot.n, dot.k, 132);
+        CHECK(split.factor == dot.factor);
+        CHECK(split.partial_bytes ==
+              (dot.factor > 1 ? static_cast<double>(dot.factor) * dot.batch * dot.m * dot.n * 4.0 : 0.0));
+        CHECK(parallel::xla_gpu_split_k(dot.batch, dot.m, dot.n, dot.k, 0).factor == 1);  // a TPU
+    }
+}
+
+TEST_CASE("split-K partials live while their matmul runs, the input gradient's of each merged weight") {
+    const auto spec = test::load_config("tests/validation/xla/xla-tiny-minimal-dot.yaml");
+    REQUIRE(spec.topology.chip.streaming_multiprocessors == 132);
+    const auto gpu = run::simulate(spec);
+    auto op_named = [](const parallel::DeviceProgram& program, std::string_view name) {
+        for (const auto& op : program.ops)
+            if (op.name == name) return op;
+        FAIL("no op " << name);
+        return parallel::DeviceOp{};
+    };
+    // 512 tokens, d_model 256, 4 heads of 64 (models/llama-tiny.yaml): q's, k's and v's input
+    // gradients are three dots of k = 256, each split in 4 (as the attention output's, above), their
+    // partials summed by one fusion (tiny-minimal-dot: gemm_fusion_dot.67, .68 and .69 read by
+    // input_add_reduce_fusion); the weight gradient is one dot, as the module's gemm_fusion_dot.71.
+    const double partial = 4.0 * 512 * 256 * 4.0;
+    CHECK(op_named(gpu.program, "layer0.qkv.dgrad").split_k_bytes == 3.0 * partial);
+    CHECK(op_named(gpu.program, "layer0.qkv.wgrad").split_k_bytes == 4.0 * 256 * 768 * 4.0);
+    CHECK(op_named(gpu.program, "layer0.qkv").split_k_bytes == 0.0);
+    // On a TPU there is no such pass, and the peak is lower by what the partials added.
+    auto tpu = spec;
+    tpu.topology.chip.streaming_multiprocessors = 0;
+    const auto without = run::simulate(tpu);
+    CHECK(op_named(without.program, "layer0.qkv.dgrad").split_k_bytes == 0.0);
+    CHECK(without.memory.peak_bytes < gpu.memory.peak_bytes);
+    // The partials are temporaries of the op running at the peak: the peak without them is at most
+    // the peak less the largest partial of any op.
+    double largest = 0.0;
+    for (const auto& op : gpu.program.ops) largest = std::max(largest, op.split_k_bytes);
+    CHECK(without.memory.peak_bytes >= gpu.memory.peak_bytes - largest);
 }
