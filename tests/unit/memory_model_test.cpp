@@ -2,6 +2,10 @@
 
 #include "support.hpp"
 
+#include <filesystem>
+#include <numeric>
+
+#include "hlo/read_module.hpp"
 #include "parallel/xla_gpu_split_k.hpp"
 
 // Memory as XLA lays it out (docs/model.md, "Memory"): prefetch under the HBM limit, flash attention,
@@ -435,6 +439,63 @@ TEST_CASE("XLA:GPU's split-K rewrite splits the dots its modules split, and only
               (dot.factor > 1 ? static_cast<double>(dot.factor) * dot.batch * dot.m * dot.n * 4.0 : 0.0));
         CHECK(parallel::xla_gpu_split_k(dot.batch, dot.m, dot.n, dot.k, 0).factor == 1);  // a TPU
     }
+}
+
+TEST_CASE("the split-K rule gives the split of every dot in the XLA:GPU fixture modules") {
+    // Each dot of tests/data/xla-truth/hlo/*.hlo.txt.gz (the single-device steps, compiled by
+    // XLA:GPU for the H200; the spmd-* modules are XLA:CPU's) as the rewriter left it: a split dot
+    // writes its partials in fp32 with the split as its leading batch dimension, f32[factor, ...]
+    // over a k / factor slice of the contraction; a dot left whole writes bf16. The rule, given the
+    // dot before the split, must give that factor (1 for a whole dot).
+    namespace fs = std::filesystem;
+    auto product = [](const std::vector<std::int64_t>& dims, auto keep) {
+        std::int64_t p = 1;
+        for (std::size_t d = 0; d < dims.size(); ++d)
+            if (keep(static_cast<std::int64_t>(d))) p *= dims[d];
+        return p;
+    };
+    auto among = [](const std::vector<std::int64_t>& set, std::int64_t d) {
+        return std::find(set.begin(), set.end(), d) != set.end();
+    };
+    int modules = 0, dots = 0, split = 0;
+    for (const auto& entry : fs::directory_iterator(test::source_path("tests/data/xla-truth/hlo"))) {
+        if (entry.path().filename().string().starts_with("spmd-")) continue;
+        const hlo::Module m = hlo::read_module_file(entry.path().string());
+        ++modules;
+        for (const auto& computation : m.computations) {
+            for (const auto& dot : computation.instructions) {
+                if (dot.opcode != hlo::Opcode::dot) continue;
+                const auto& lhs =
+                    computation.instructions[static_cast<std::size_t>(dot.operands[0])].shape.dims;
+                const auto& rhs =
+                    computation.instructions[static_cast<std::size_t>(dot.operands[1])].shape.dims;
+                const auto& d = dot.dot;
+                const std::int64_t batch =
+                    product(lhs, [&](std::int64_t i) { return among(d.lhs_batch, i); });
+                const std::int64_t rows = product(lhs, [&](std::int64_t i) {
+                    return !among(d.lhs_batch, i) && !among(d.lhs_contracting, i);
+                });
+                const std::int64_t cols = product(rhs, [&](std::int64_t i) {
+                    return !among(d.rhs_batch, i) && !among(d.rhs_contracting, i);
+                });
+                const std::int64_t slice =
+                    product(lhs, [&](std::int64_t i) { return among(d.lhs_contracting, i); });
+                const bool partials = dot.shape.type == hlo::ElementType::f32;
+                const std::int64_t factor = partials ? dot.shape.dims.front() : 1;
+                CAPTURE(entry.path().filename().string());
+                CAPTURE(dot.name);
+                CHECK(parallel::xla_gpu_split_k(static_cast<double>(batch / factor),
+                                                static_cast<double>(rows), static_cast<double>(cols),
+                                                static_cast<double>(slice * factor), 132)
+                          .factor == factor);
+                ++dots;
+                split += partials ? 1 : 0;
+            }
+        }
+    }
+    CHECK(modules == 106);
+    CHECK(dots == 1040);  // every dot of every fused computation
+    CHECK(split == 139);  // the tiny steps, the ViT heads, one dot in each MoE step, two in a Gemma step
 }
 
 TEST_CASE("split-K partials live while their matmul runs, the input gradient's of each merged weight") {
