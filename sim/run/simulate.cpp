@@ -488,6 +488,13 @@ Simulation simulate_unchecked(const RunSpec& spec, SimulationCache& cache, Simul
             cut.training.microbatches = microbatches_cut;
         }
         LoweredStep lowered = cache.lowered(cut.model, cut.training);
+        // An op over every layer's stacked values (lower.cpp: the grouped-query scores' relayout)
+        // would be sized for the cut model's layers, and it is in no period the fold repeats: such
+        // a step is simulated whole.
+        const auto& cut_ops = lowered.graph->ops();
+        if (std::any_of(cut_ops.begin(), cut_ops.end(),
+                        [](const workload::Op& op) { return op.whole_layer_stack; }))
+            break;
         memory::LeastPeakFold least;
         std::optional<Simulation> sim =
             simulate_folded(spec, cut, spec.runtime, lowered, axes, cache, options, &least);

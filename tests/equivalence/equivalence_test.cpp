@@ -124,7 +124,7 @@ TEST_CASE("fast and exact simulation agree on every shipped config") {
     namespace fs = std::filesystem;
     run::SimulationCache cache;
     int checked = 0, folds = 0;
-    for (const char* folder : {"configs", "tests/validation"}) {
+    for (const char* folder : {"configs", "tests/validation", "tests/validation/xla"}) {
         std::vector<fs::path> files;
         for (const auto& e : fs::directory_iterator(test::source_path(folder)))
             if (e.path().extension() == ".yaml") files.push_back(e.path());
