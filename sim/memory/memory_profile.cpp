@@ -58,6 +58,17 @@ enum Stream {
     kStreams
 };
 
+// Whether `bytes` sets a new peak over `peak`. A chip's share of a tensor split over an axis that is
+// not a power of two is a fraction of a byte, and sums of fractions taken in another order (a folded
+// timeline adds a period's drift once per copy) differ in their last bits: a peak that comes back
+// in every microbatch would be reported at whichever copy rounding favoured. So a later instant must
+// be higher by more than that rounding (1e-12 of the peak, a thousand times the 1e-15 seen) to take
+// the peak from an earlier one.
+constexpr double kPeakRoundingTolerance = 1e-12;
+bool new_peak(double bytes, double peak) {
+    return bytes > peak + std::abs(peak) * kPeakRoundingTolerance;
+}
+
 // Whether `bytes` is a whole number, as std::floor(bytes) == bytes says, without a call to floor (a
 // library call on x86-64 before SSE4.1, made for every change): below 2^52, adding and removing 2^52
 // rounds to the nearest whole number; from 2^52 on every double is whole; NaN is not.
@@ -382,7 +393,7 @@ MemoryProfile profile_memory(const parallel::DeviceProgram& program, const sched
         // peak, and only when the period grows the live bytes (equal ones came first).
         if (drift_total > 0.0 && window_has_max) {
             const double top = window_max + repeats * drift_total;
-            if (top > profile.peak_bytes) {
+            if (new_peak(top, profile.peak_bytes)) {
                 double holders[kHolders];
                 for (int h = 0; h < kHolders; ++h) holders[h] = window_max_live[h] + repeats * drift[h];
                 record_peak(top,
@@ -445,13 +456,13 @@ MemoryProfile profile_memory(const parallel::DeviceProgram& program, const sched
                 profile.samples.push_back({c.time, total});
             }
         }
-        if (in_window && (!window_has_max || total > window_max)) {
+        if (in_window && (!window_has_max || new_peak(total, window_max))) {
             window_has_max = true;
             window_max = total;
             window_max_time = c.time;
             std::copy(live, live + kHolders, window_max_live);
         }
-        if (total > profile.peak_bytes) {
+        if (new_peak(total, profile.peak_bytes)) {
             record_peak(total, c.time + shift, live);
             peak_in_timeline = c.time;
             if (folded_peak) *folded_peak = FoldedPeak{0, 0};
@@ -462,10 +473,13 @@ MemoryProfile profile_memory(const parallel::DeviceProgram& program, const sched
     // The whole step's running sums stay below 2^53 too.
     if (outer && std::abs(profile.peak_bytes) >= kExactBytes) outer_repeats = false;
     if (folded_peak) folded_peak->outer_repeats = outer_repeats;
-    for (std::size_t i = 0; i < ops.size(); ++i) {
-        if (is_compute(ops[i]) && spans[i].start <= peak_in_timeline && peak_in_timeline < spans[i].end) {
-            profile.peak_op = static_cast<int>(i);
-            break;
+    // The compute op running at the peak; while compute waits (a synchronous collective), the op
+    // it waits on.
+    for (const bool want_compute : {true, false}) {
+        for (std::size_t i = 0; i < ops.size() && profile.peak_op < 0; ++i) {
+            if (is_compute(ops[i]) == want_compute && ops[i].category != parallel::OpCategory::host &&
+                spans[i].start <= peak_in_timeline && peak_in_timeline < spans[i].end)
+                profile.peak_op = static_cast<int>(i);
         }
     }
     profile.fits = profile.peak_bytes <= capacity_bytes;

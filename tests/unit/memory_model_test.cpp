@@ -528,3 +528,23 @@ TEST_CASE("split-K partials live while their matmul runs, the input gradient's o
     for (const auto& op : gpu.program.ops) largest = std::max(largest, op.split_k_bytes);
     CHECK(without.memory.peak_bytes >= gpu.memory.peak_bytes - largest);
 }
+
+TEST_CASE("a peak reached while compute waits on a synchronous collective names that collective") {
+    // PyTorch/XLA's synchronous reduce-scatters: the peak is the instant one allocates its buffer,
+    // with no compute op running (found by differential fuzzing, where the report named no op).
+    auto spec = test::run_from_text(R"(schema: podsim.run/v1
+model: gpt2-2b
+topology: tpu-v5p
+slice: 1x4x24
+mesh: {tensor: 6, fsdp: 16, data: 1}
+training: {global_batch: 128, seq_len: 128, microbatches: 4, dtype: int8, master_dtype: fp32, optimizer: sgd, remat: none, attention: mha}
+runtime: {framework: pytorch-xla, async_collectives: false, collective_matmul: true, fp32_reduce_scatter: true}
+)");
+    spec.model.layers = 35;
+    spec.model.kv_heads = 2;
+    const auto sim = run::simulate(spec);
+    REQUIRE(sim.memory.peak_op >= 0);
+    const auto& op = sim.program.ops[static_cast<std::size_t>(sim.memory.peak_op)];
+    CHECK(op.category == parallel::OpCategory::reduce_scatter);
+    CHECK(sim.report.memory.peak_op == op.name);
+}
