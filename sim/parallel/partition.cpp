@@ -403,11 +403,7 @@ class Partitioner {
                     op.flops *= rule.fraction;
                     op.bytes *= rule.fraction;
                     op.flop_scale *= rule.fraction;
-                    if (rule.zero_output) {
-                        op.output_bytes = 0.0;
-                        op.saved_bytes = 0.0;
-                        op.split_k_bytes = 0.0;
-                    }
+                    if (rule.zero_output) holds_no_output(op);
                     break;
                 case OpSizing::Rule::collective_input:
                     op.collective_bytes =
@@ -434,6 +430,16 @@ class Partitioner {
         double flop_scale = 1.0;
         double split_k_bytes = 0.0;
     };
+
+    // A part of a split op that holds none of its output, residuals or split-K partials (the op's
+    // other part holds them).
+    static void holds_no_output(DeviceOp& op) {
+        op.output_bytes = 0.0;
+        op.kept_for_backward = false;
+        op.saved_bytes = 0.0;
+        op.split_k_bytes = 0.0;
+        op.output_saved = false;
+    }
 
     // A sequence-parallel reduce-scatter leaves the op's output (and the saved copy of it) split.
     void split_output(DeviceOp& op) const {
@@ -984,11 +990,7 @@ class Partitioner {
                         // Ring steps: each chunk is multiplied while the next one arrives, so the
                         // matmul waits for the gather only for its last chunk (1/N of its work).
                         DeviceOp main = part_of(d, gi, other_chunks);
-                        main.output_bytes = 0.0;
-                        main.kept_for_backward = false;
-                        main.saved_bytes = 0.0;
-                        main.split_k_bytes = 0.0;
-                        main.output_saved = false;
+                        holds_no_output(main);
                         emit(std::move(main), {.rule = OpSizing::Rule::part,
                                                .zero_output = true,
                                                .ref = gi,
@@ -1006,11 +1008,7 @@ class Partitioner {
                     d = part_of(d, gi, one_chunk);
                     d.output_bytes = rest.output_bytes;
                     d.kept_for_backward = rest.kept_for_backward;
-                    rest.output_bytes = 0.0;
-                    rest.kept_for_backward = false;
-                    rest.saved_bytes = 0.0;
-                    rest.split_k_bytes = 0.0;
-                    rest.output_saved = false;
+                    holds_no_output(rest);
                 }
                 const bool parted = split || (gathers_sequence && collective_matmul);
                 index = emit(std::move(d),
